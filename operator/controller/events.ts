@@ -1,0 +1,69 @@
+/**
+ * Which Kubernetes Events a reconcile emits: only on a change of state, never on a reconcile
+ * that changes nothing (so resyncs and restarts do not repeat them). The messages come from the
+ * conditions, which already say what to do.
+ */
+import { getCondition } from './conditions.ts';
+import type { Condition } from './types.ts';
+
+export interface PlannedEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  /** The action field of events.k8s.io/v1 (what the controller was doing). */
+  action: string;
+  message: string;
+}
+
+export interface EventContext {
+  /** status.card.digest before and after this reconcile. */
+  digestBefore?: string;
+  digestAfter?: string;
+}
+
+function sameState(a: Condition | undefined, b: Condition | undefined): boolean {
+  return !!a && !!b && a.status === b.status && a.reason === b.reason && a.message === b.message;
+}
+
+export function plannedEvents(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[],
+  ctx: EventContext,
+): PlannedEvent[] {
+  const events: PlannedEvent[] = [];
+  const pair = (type: string) => [getCondition(before, type), getCondition(after, type)] as const;
+
+  // Accepted: a rejected spec is reported once per distinct problem.
+  const [accBefore, accAfter] = pair('Accepted');
+  if (accAfter?.status === 'False' && !sameState(accBefore, accAfter)) {
+    events.push({ type: 'Warning', reason: accAfter.reason, action: 'Validate', message: accAfter.message });
+  }
+
+  // Signed: failures once per distinct problem; success when the signing outcome changes.
+  const [sigBefore, sigAfter] = pair('Signed');
+  if (sigAfter && !sameState(sigBefore, sigAfter)) {
+    if (sigAfter.status === 'True') {
+      events.push({ type: 'Normal', reason: 'Signed', action: 'Sign', message: sigAfter.message });
+    } else if (sigAfter.status === 'False' && sigAfter.reason !== 'SigningNotConfigured') {
+      events.push({ type: 'Warning', reason: sigAfter.reason, action: 'Sign', message: sigAfter.message });
+    }
+  }
+
+  // Published: new bytes published, or a publish failure.
+  const [pubBefore, pubAfter] = pair('Published');
+  if (pubAfter?.status === 'True' && ctx.digestAfter && ctx.digestAfter !== ctx.digestBefore) {
+    events.push({ type: 'Normal', reason: 'Published', action: 'Publish', message: pubAfter.message });
+  } else if (pubAfter?.status === 'False' && !sameState(pubBefore, pubAfter)) {
+    events.push({ type: 'Warning', reason: pubAfter.reason, action: 'Publish', message: pubAfter.message });
+  }
+
+  // InterfacesReachable: only when the status flips (the n/m message moves too often).
+  const [ifBefore, ifAfter] = pair('InterfacesReachable');
+  if (ifAfter && ifBefore?.status !== ifAfter.status) {
+    if (ifAfter.status === 'False') {
+      events.push({ type: 'Warning', reason: ifAfter.reason, action: 'Probe', message: ifAfter.message });
+    } else if (ifAfter.status === 'True' && ifBefore) {
+      events.push({ type: 'Normal', reason: ifAfter.reason, action: 'Probe', message: ifAfter.message });
+    }
+  }
+  return events;
+}
