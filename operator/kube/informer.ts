@@ -82,7 +82,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   /** Resolves once synced (polling; an informer that cannot sync keeps retrying meanwhile). */
   async waitForSync(signal?: AbortSignal): Promise<void> {
     while (!this.isSynced) {
-      if (signal?.aborted) throw new Error(`informer ${this.name} did not sync before shutdown`);
+      if (signal?.aborted || this.stopped) throw new Error(`informer ${this.name} stopped before it synced`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
