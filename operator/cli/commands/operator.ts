@@ -2,22 +2,11 @@
  * `agentcard operator`: runs the AgentCard controller (and, once available, the Pod admission
  * webhook) against the cluster of --kubeconfig / KUBECONFIG / the in-cluster service account.
  */
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
-import { Controller, type ProbeHooks } from '../../controller/controller.ts';
-import { startHealthServer } from '../../controller/http.ts';
-import { DEFAULT_TIMING, LeaderElector } from '../../controller/leader.ts';
-import { ControllerMetrics } from '../../controller/metrics.ts';
-import { noProbes, pendingProbes } from '../../controller/probes.ts';
+import { runOperator, type OperatorConfig } from '../../controller/main.ts';
 import { UserError } from '../../errors.ts';
-import { makeClients } from '../../kube/api.ts';
-import { contextNamespace, loadKubeConfig } from '../../kube/config.ts';
-import { EventRecorder } from '../../kube/events.ts';
-import { kubeLeaseStore } from '../../kube/lease.ts';
 import { createLogger } from '../../log.ts';
-import { createRegistry } from '../../metrics/registry.ts';
 
 const USAGE = `usage: agentcard operator [options]
 
@@ -56,35 +45,6 @@ Webhook and sidecar injection:
   --operator-namespace NS           namespace the operator runs in (default: POD_NAMESPACE)
 `;
 
-export interface OperatorFlags {
-  kubeconfig?: string;
-  namespaces: string[];
-  concurrency: number;
-  resyncMs: number;
-  leaderElect: boolean;
-  leaderElectionNamespace?: string;
-  leaderElectionId: string;
-  leaseDurationSeconds: number;
-  renewDeadlineMs: number;
-  retryPeriodMs: number;
-  metricsPort: number;
-  bindAddress: string;
-  probes: boolean;
-  probeAllowCidrs: string[];
-  probeConcurrency: number;
-  webhook: {
-    port: number;
-    certMode: 'self-signed' | 'cert-manager';
-    certDir?: string;
-    secret?: string;
-    service?: string;
-    config?: string;
-    sidecarImage?: string;
-    sidecarMode: 'auto' | 'native' | 'container';
-  };
-  operatorNamespace?: string;
-}
-
 function integer(flag: string, text: string | undefined, fallback: number, min: number, max: number): number {
   if (text === undefined) return fallback;
   const n = Number(text);
@@ -121,7 +81,7 @@ function oneOf<T extends string>(
 export function parseOperatorFlags(
   argv: string[],
   env: NodeJS.ProcessEnv = process.env,
-): OperatorFlags | 'help' {
+): OperatorConfig | 'help' {
   let values;
   try {
     ({ values } = parseArgs({
@@ -209,60 +169,14 @@ export function parseOperatorFlags(
   };
 }
 
-/** How long SIGTERM waits for in-flight reconciles before exiting anyway (under the 30 s default grace). */
-const SHUTDOWN_BUDGET_MS = 20_000;
-
 export async function run(argv: string[]): Promise<number> {
   const flags = parseOperatorFlags(argv);
   if (flags === 'help') {
     process.stdout.write(USAGE);
     return 0;
   }
-  const identity = `${process.env.POD_NAME || hostname()}_${randomBytes(4).toString('hex')}`;
   const log = createLogger({ component: 'operator' });
-  const kc = loadKubeConfig({ kubeconfig: flags.kubeconfig });
-  const clients = makeClients(kc);
-  const registry = createRegistry();
-  const metrics = new ControllerMetrics(registry);
-  const events = new EventRecorder({
-    clients,
-    log,
-    reportingController: 'agentcard.dev/operator',
-    reportingInstance: identity.slice(0, 128),
-    onWrite: () => metrics.apiWrites.inc({ resource: 'event' }),
-  });
-  // TODO(probe): wire operator/probe's ProbeScheduler here (allow CIDRs, concurrency).
-  const probes: ProbeHooks = flags.probes ? pendingProbes() : noProbes();
-  // TODO(webhook): start operator/webhook's startWebhook(flags.webhook, ...) here once it lands;
-  // until then the webhook and sidecar flags are parsed and validated but unused.
-  if (flags.webhook.port !== 0) {
-    log.warn('the admission webhook is not part of this build yet; --webhook-* flags are ignored', {
-      webhookPort: flags.webhook.port,
-    });
-  }
-
-  let controller: Controller | undefined;
-  let elector: LeaderElector | undefined;
   const shutdown = new AbortController();
-  const health = await startHealthServer({
-    host: flags.bindAddress,
-    port: flags.metricsPort,
-    registry,
-    notReadyReason: () => {
-      if (elector && !elector.isLeader) return undefined; // a standby is ready to take over
-      if (!controller) return 'starting';
-      const unsynced = controller.unsynced();
-      return unsynced.length ? `informers not synced: ${unsynced.join(', ')}` : undefined;
-    },
-  });
-  log.info('operator starting', {
-    identity,
-    metricsPort: health.port,
-    namespaces: flags.namespaces.length ? flags.namespaces : 'all',
-    leaderElect: flags.leaderElect,
-    probes: flags.probes,
-  });
-
   const onSignal = (signal: string) => {
     if (shutdown.signal.aborted) return;
     log.info('shutting down', { signal });
@@ -270,80 +184,7 @@ export async function run(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
-
-  const newController = () =>
-    new Controller({
-      kubeConfig: kc,
-      clients,
-      namespaces: flags.namespaces,
-      concurrency: flags.concurrency,
-      resyncMs: flags.resyncMs,
-      log,
-      metrics,
-      events,
-      probes,
-    });
-
-  /** Stops the controller within the budget; true if everything in flight finished. */
-  const stopController = async (): Promise<boolean> => {
-    if (!controller) return true;
-    const c = controller;
-    const finished = await Promise.race([
-      c.stop().then(() => true),
-      new Promise<boolean>((r) => setTimeout(() => r(false), SHUTDOWN_BUDGET_MS).unref()),
-    ]);
-    await probes.stop();
-    if (!finished) log.warn('reconciles still running at the end of the shutdown budget', {});
-    return finished;
-  };
-
-  let exitCode = 0;
-  if (flags.leaderElect) {
-    const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
-    elector = new LeaderElector(
-      kubeLeaseStore(clients, leaseNamespace, flags.leaderElectionId),
-      identity,
-      log,
-      {
-        ...DEFAULT_TIMING,
-        leaseDurationSeconds: flags.leaseDurationSeconds,
-        renewDeadlineMs: flags.renewDeadlineMs,
-        retryPeriodMs: flags.retryPeriodMs,
-      },
-    );
-    log.info('campaigning for the leader lease', { leaseNamespace, lease: flags.leaderElectionId, identity });
-    if (await elector.acquire(shutdown.signal)) {
-      metrics.leader.set(1);
-      controller = newController();
-      const started = controller.start(shutdown.signal).catch((err: unknown) => {
-        if (!shutdown.signal.aborted) log.error('controller failed to start', { error: String(err) });
-      });
-      const { lost } = await elector.holdUntilLost(shutdown.signal);
-      metrics.leader.set(0);
-      await stopController();
-      await started;
-      if (lost) {
-        // Another replica may be working already: exit, and let the restart campaign again.
-        exitCode = 1;
-      } else {
-        await elector.release();
-      }
-    }
-  } else {
-    metrics.leader.set(1);
-    controller = newController();
-    await Promise.race([
-      controller.start(shutdown.signal).catch((err: unknown) => {
-        if (!shutdown.signal.aborted) log.error('controller failed to start', { error: String(err) });
-      }),
-      new Promise((r) => shutdown.signal.addEventListener('abort', r, { once: true })),
-    ]);
-    if (!shutdown.signal.aborted)
-      await new Promise((r) => shutdown.signal.addEventListener('abort', r, { once: true }));
-    await stopController();
-  }
-  await health.close();
-  log.info('operator stopped', { exitCode });
+  const exitCode = await runOperator(flags, { signal: shutdown.signal, log });
   // Idle keep-alive sockets of the Kubernetes client must not hold the process open.
   setTimeout(() => process.exit(exitCode), 1_000).unref();
   return exitCode;
