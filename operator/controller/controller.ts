@@ -42,7 +42,7 @@ import {
   type SecretView,
 } from './plan.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
-import { statusApplyBody } from './status.ts';
+import { statusApplyBody, statusDifferences } from './status.ts';
 import { WorkQueue } from './workqueue.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
 
@@ -341,6 +341,14 @@ export class Controller {
       now: new Date(),
     };
     let plan = await planReconcile(input);
+    log.debug('planned', {
+      generation,
+      liveConfigMap: input.liveConfigMap?.metadata?.resourceVersion ?? null,
+      writeConfigMap: !!plan.configMap,
+      writeStatus: plan.statusChanged ? statusDifferences(resource.status, plan.status) : false,
+      events: plan.events.length,
+      signing: plan.signingNote,
+    });
 
     let publishError: unknown;
     if (plan.configMap) {

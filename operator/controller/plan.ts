@@ -19,13 +19,16 @@ import {
   configMapName,
   configMapNameProblem,
   configMapUpToDate,
+  DATA_KEYS,
   DEFAULT_CACHE_MAX_AGE_SECONDS,
   desiredConfigMap,
   digestOf,
   type ConfigMapObject,
   type LiveConfigMap,
+  type PublishedFiles,
 } from './configmap.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
+import { reusableSignedCard } from './resign.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
 
@@ -83,6 +86,8 @@ export interface Plan {
   statusChanged: boolean;
   events: PlannedEvent[];
   ready: ConditionStatus;
+  /** Why the card was signed again or not (for debug logs). */
+  signingNote?: string;
 }
 
 const MAX_LISTED_PROBLEMS = 3;
@@ -216,6 +221,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   let configMap: ConfigMapObject | undefined;
   let card = previous.card;
   let signatures = previous.signatures;
+  let signingNote: string | undefined;
 
   const validation = validateSpec(resource.spec);
   const nameProblem = configMapNameProblem(name);
@@ -249,12 +255,18 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
       next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
     } else {
       const rendered = renderV1(validation.card);
-      const signed =
-        signing.keys.length > 0
-          ? await signCard(rendered, signing.keys, { jku: spec.signing?.jku })
-          : rendered;
-      const files = {
-        card: serializeCard(signed),
+      const jku = spec.signing?.jku;
+      const kept = await reusableSignedCard(
+        input.liveConfigMap?.data?.[DATA_KEYS.card],
+        rendered,
+        signing.keys,
+        jku,
+      );
+      signingNote = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
+      const files: PublishedFiles = {
+        card:
+          kept.card ??
+          serializeCard(signing.keys.length > 0 ? await signCard(rendered, signing.keys, { jku }) : rendered),
         legacyCard: serializeCard(renderV03(validation.card)),
         jwks: serializeCard(publicJwks(signing.keys) as unknown as Record<string, unknown>),
         cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
@@ -299,7 +311,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   next.push({ type: 'InterfacesReachable', ...verdict.condition });
   next.push(deriveReady(next, generation));
 
-  let conditions: Condition[] = prevConditions.filter((c) => !next.some((n) => n.type === c.type));
+  let conditions: Condition[] = [...prevConditions];
   for (const c of next) conditions = setCondition(conditions, c, now);
 
   const status: ControllerStatus = {
@@ -324,5 +336,6 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
       digestAfter: card?.digest,
     }),
     ready,
+    signingNote,
   };
 }

@@ -142,6 +142,12 @@ export interface EventInput {
   reportingInstance: string;
 }
 
+let eventCounter = 0;
+function eventSuffix(): string {
+  eventCounter = (eventCounter + 1) % 0x10000;
+  return `${Date.now().toString(16)}${eventCounter.toString(16).padStart(4, '0')}`;
+}
+
 /** Creates an events.k8s.io/v1 Event (`kubectl describe` and `kubectl events` show it). */
 export async function createEvent(clients: Clients, e: EventInput): Promise<void> {
   const now = new V1MicroTime();
@@ -150,7 +156,8 @@ export async function createEvent(clients: Clients, e: EventInput): Promise<void
     body: {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
-      metadata: { generateName: `${e.regarding.name}.`, namespace: e.namespace },
+      // client-go's naming: <object>.<unique hex>.
+      metadata: { name: `${e.regarding.name}.${eventSuffix()}`, namespace: e.namespace },
       eventTime: now,
       type: e.type,
       reason: e.reason,

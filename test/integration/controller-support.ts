@@ -2,7 +2,7 @@
 // operator in-process or as real child processes, polling, and write counting through the API
 // server's own metrics.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
 import {
@@ -232,7 +232,17 @@ export async function startOperator(namespace: string, extra: string[] = []): Pr
   const flags = parseOperatorFlags([...baseFlags(namespace), '--no-leader-elect', '--no-probes', ...extra]);
   if (flags === 'help') throw new Error('unexpected help');
   const logs: string[] = [];
-  const log = createLogger({ component: 'operator' }, { level: 'debug', write: (line) => logs.push(line) });
+  const logFile = process.env.AGENTCARD_TEST_OPERATOR_LOG;
+  const log = createLogger(
+    { component: 'operator' },
+    {
+      level: 'debug',
+      write: (line) => {
+        logs.push(line);
+        if (logFile) appendFileSync(logFile, line);
+      },
+    },
+  );
   const abort = new AbortController();
   let port = 0;
   const done = runOperator(flags, { signal: abort.signal, log, onListening: (p) => (port = p) });
