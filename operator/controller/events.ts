@@ -52,7 +52,12 @@ export function plannedEvents(
   const [pubBefore, pubAfter] = pair('Published');
   if (pubAfter?.status === 'True' && ctx.digestAfter && ctx.digestAfter !== ctx.digestBefore) {
     events.push({ type: 'Normal', reason: 'Published', action: 'Publish', message: pubAfter.message });
-  } else if (pubAfter?.status === 'False' && !sameState(pubBefore, pubAfter)) {
+  } else if (
+    pubAfter?.status === 'False' &&
+    pubAfter.reason !== 'NotPublished' &&
+    !sameState(pubBefore, pubAfter)
+  ) {
+    // (NotPublished is a consequence of an Accepted or Signed problem, which has its own event.)
     events.push({ type: 'Warning', reason: pubAfter.reason, action: 'Publish', message: pubAfter.message });
   }
 
