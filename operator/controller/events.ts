@@ -38,25 +38,28 @@ export function plannedEvents(
     events.push({ type: 'Warning', reason: accAfter.reason, action: 'Validate', message: accAfter.message });
   }
 
-  // Signed: failures once per distinct problem; success when the signing outcome changes.
+  // Signed and Published. A reconcile that publishes new bytes emits one Published event that
+  // also says how the card is signed (one event per change, not two); Signed is reported on its
+  // own only when signing recovers without new bytes. Failures are warned once per distinct problem.
   const [sigBefore, sigAfter] = pair('Signed');
-  if (sigAfter && !sameState(sigBefore, sigAfter)) {
-    if (sigAfter.status === 'True') {
-      events.push({ type: 'Normal', reason: 'Signed', action: 'Sign', message: sigAfter.message });
-    } else if (sigAfter.status === 'False' && sigAfter.reason !== 'SigningNotConfigured') {
-      events.push({ type: 'Warning', reason: sigAfter.reason, action: 'Sign', message: sigAfter.message });
-    }
-  }
-
-  // Published: new bytes published, or a publish failure.
   const [pubBefore, pubAfter] = pair('Published');
-  if (pubAfter?.status === 'True' && ctx.digestAfter && ctx.digestAfter !== ctx.digestBefore) {
-    events.push({ type: 'Normal', reason: 'Published', action: 'Publish', message: pubAfter.message });
-  } else if (
-    pubAfter?.status === 'False' &&
-    pubAfter.reason !== 'NotPublished' &&
-    !sameState(pubBefore, pubAfter)
-  ) {
+  const signedChanged = !!sigAfter && !sameState(sigBefore, sigAfter);
+  const published = pubAfter?.status === 'True' && !!ctx.digestAfter && ctx.digestAfter !== ctx.digestBefore;
+  if (signedChanged && sigAfter.status === 'False' && sigAfter.reason !== 'SigningNotConfigured') {
+    events.push({ type: 'Warning', reason: sigAfter.reason, action: 'Sign', message: sigAfter.message });
+  }
+  if (published) {
+    const signing = sigAfter?.status === 'True' ? `; ${sigAfter.message}` : '';
+    events.push({
+      type: 'Normal',
+      reason: 'Published',
+      action: 'Publish',
+      message: `${pubAfter.message}${signing}`,
+    });
+  } else if (signedChanged && sigAfter.status === 'True') {
+    events.push({ type: 'Normal', reason: 'Signed', action: 'Sign', message: sigAfter.message });
+  }
+  if (pubAfter?.status === 'False' && pubAfter.reason !== 'NotPublished' && !sameState(pubBefore, pubAfter)) {
     // (NotPublished is a consequence of an Accepted or Signed problem, which has its own event.)
     events.push({ type: 'Warning', reason: pubAfter.reason, action: 'Publish', message: pubAfter.message });
   }

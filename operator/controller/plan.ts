@@ -7,6 +7,7 @@
  * The card engine is used only through its public functions: validateSpec, renderV1, renderV03,
  * importSigningKey, signCard, publicJwks, serializeCard.
  */
+import { createHash } from 'node:crypto';
 import { describeError, UserError } from '../errors.ts';
 import { API_VERSION, KIND, type AgentCardSpec } from '../card/resource.ts';
 import { renderV03, renderV1 } from '../card/render.ts';
@@ -107,6 +108,31 @@ function warningsNote(problems: Array<{ path: string; message: string; severity:
   return `; ${warnings.length} warning${warnings.length > 1 ? 's' : ''}, first: ${first.path}: ${first.message}`;
 }
 
+/**
+ * Imported keys by (digest of the material, kid, alg): importing parses and checks the key each
+ * time, which would be most of a reconcile's CPU at scale. A changed Secret has another digest, so
+ * a rotation is never served from the cache. Bounded; the oldest entry goes first.
+ */
+const keyCache = new Map<string, Promise<SigningKey>>();
+const KEY_CACHE_SIZE = 256;
+
+function importCached(
+  material: string,
+  kid: string | undefined,
+  alg: string | undefined,
+): Promise<SigningKey> {
+  const id = `${createHash('sha256').update(material).digest('hex')}\u0000${kid ?? ''}\u0000${alg ?? ''}`;
+  let key = keyCache.get(id);
+  if (!key) {
+    key = importSigningKey(material, { kid, alg });
+    keyCache.set(id, key);
+    // A failed import is not cached: the error is reported, and the next attempt tries again.
+    key.catch(() => keyCache.delete(id));
+    if (keyCache.size > KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value as string);
+  }
+  return key;
+}
+
 interface SigningOutcome {
   condition: Omit<ConditionInput, 'type' | 'observedGeneration'>;
   keys?: SigningKey[];
@@ -154,8 +180,7 @@ async function loadSigningKeys(
       continue;
     }
     try {
-      const material = Buffer.from(encoded, 'base64').toString('utf8');
-      keys.push(await importSigningKey(material, { kid: ref.kid, alg: ref.alg }));
+      keys.push(await importCached(Buffer.from(encoded, 'base64').toString('utf8'), ref.kid, ref.alg));
     } catch (err) {
       // The card engine's UserError messages never echo key material; anything else could, so
       // it is replaced by a fixed sentence.

@@ -19,6 +19,10 @@ import { describeApiError } from './errors.ts';
 
 export type ObjectHandler<T> = (obj: T) => void;
 
+function dropManagedFields(obj: KubernetesObject): void {
+  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
+}
+
 export interface InformerOptions<T extends KubernetesObject> {
   /** A short name for logs and metrics, e.g. "agentcards". */
   name: string;
@@ -54,6 +58,10 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.healthyAfterMs = opts.healthyAfterMs ?? 60_000;
     this.inner = makeInformer<T>(opts.kubeConfig, opts.path, opts.list, opts.labelSelector);
     this.inner.on('error', (err: unknown) => this.onError(err));
+    // Registered first, so the cached object is trimmed before any handler sees it: managedFields
+    // (server-side apply bookkeeping) are often the larger half of an object and never read here.
+    this.inner.on('add', dropManagedFields);
+    this.inner.on('update', dropManagedFields);
   }
 
   on(verb: 'add' | 'update' | 'delete', handler: ObjectHandler<T>): void {

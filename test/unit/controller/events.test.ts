@@ -21,15 +21,28 @@ describe('plannedEvents', () => {
     expect(plannedEvents(conds, conds, { digestBefore: 'sha256:a', digestAfter: 'sha256:a' })).toEqual([]);
   });
 
-  it('a first successful reconcile says Signed and Published', () => {
+  it('a first successful reconcile emits one Published event that names the signing', () => {
     const after = [
       c('Accepted', 'True', 'Valid'),
-      c('Signed', 'True', 'Signed'),
-      c('Published', 'True', 'Published'),
+      c('Signed', 'True', 'Signed', 'signed with k1 (ES256)'),
+      c('Published', 'True', 'Published', 'ConfigMap x holds 1.0.0'),
     ];
-    expect(
-      plannedEvents(undefined, after, { digestAfter: 'sha256:a' }).map((e) => `${e.type}/${e.reason}`),
-    ).toEqual(['Normal/Signed', 'Normal/Published']);
+    expect(plannedEvents(undefined, after, { digestAfter: 'sha256:a' })).toEqual([
+      {
+        type: 'Normal',
+        reason: 'Published',
+        action: 'Publish',
+        message: 'ConfigMap x holds 1.0.0; signed with k1 (ES256)',
+      },
+    ]);
+  });
+
+  it('says Signed on its own when signing recovers without new bytes', () => {
+    const before = [c('Signed', 'False', 'SigningKeyNotFound'), c('Published', 'True', 'Published')];
+    const after = [c('Signed', 'True', 'Signed'), c('Published', 'True', 'Published')];
+    expect(plannedEvents(before, after, { digestBefore: 'sha256:a', digestAfter: 'sha256:a' })).toEqual([
+      expect.objectContaining({ type: 'Normal', reason: 'Signed' }),
+    ]);
   });
 
   it('warns once per distinct invalid spec, again when the problem changes', () => {

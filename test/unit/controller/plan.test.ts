@@ -82,7 +82,8 @@ describe('planReconcile', () => {
       'Ready=True',
     ]);
     expect(plan.statusChanged).toBe(true);
-    expect(plan.events.map((e) => e.reason)).toEqual(['Signed', 'Published']);
+    expect(plan.events.map((e) => e.reason)).toEqual(['Published']);
+    expect(plan.events[0]!.message).toContain('signed with k1 (ES256)');
     expect(plan.ready).toBe('True');
     expect(plan.spec?.card.version).toBe('1.0.0');
   });

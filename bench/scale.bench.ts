@@ -1,0 +1,400 @@
+/**
+ * Controller scale benchmark: 1,000 AgentCards on the local control plane.
+ *
+ * Measures, for a real `agentcard operator` process (no leader election, no probes):
+ * - time from the operator's start until every AgentCard is Ready (observed through a watch);
+ * - API-server writes per card, counted by the API server itself (apiserver_request_total);
+ * - the operator's peak RSS (VmHWM);
+ * and, as the floor, the time a bare script takes to make the same writes (one ConfigMap apply,
+ * one status apply and the same Events per card, same parallelism) for 1,000 other AgentCards.
+ * Results go to the `## Controller scale` section of docs/BENCHMARKS.md.
+ *
+ * Run: `node bench/scale.bench.ts [--cards 1000] [--concurrency 4]` (Node.js 24, e.g. through npx).
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { cpus, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  V1MicroTime,
+  makeInformer,
+  type KubernetesListObject,
+  setHeaderOptions,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { CRD_FILE } from '../operator/card/crd.ts';
+import { generateSigningJwk } from '../operator/card/keygen.ts';
+import { GROUP, PLURAL, VERSION } from '../operator/card/resource.ts';
+import { poolConnections } from '../operator/kube/config.ts';
+import { down, up } from '../test/controlplane/control.ts';
+import { kubeconfigFile } from '../test/controlplane/paths.ts';
+
+const root = resolve(import.meta.dirname, '..');
+const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+const apply = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
+const log = (line: string) => process.stderr.write(`[scale] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const { values } = parseArgs({
+  options: { cards: { type: 'string', default: '1000' }, concurrency: { type: 'string', default: '4' } },
+});
+const N = Number(values.cards);
+const CONCURRENCY = Number(values.concurrency);
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+async function apiGet(kc: KubeConfig, path: string): Promise<string> {
+  const opts: Parameters<typeof request>[1] = { method: 'GET' };
+  await kc.applyToHTTPSOptions(opts);
+  return new Promise((ok, fail) => {
+    const req = request(new URL(path, kc.getCurrentCluster()!.server), opts, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => ok(body));
+    });
+    req.on('error', fail);
+    req.end();
+  });
+}
+
+/** Write requests by resource, from the API server's own counters. */
+async function writeCounters(kc: KubeConfig): Promise<Record<string, number>> {
+  const text = await apiGet(kc, '/metrics');
+  const out: Record<string, number> = { configmaps: 0, status: 0, events: 0 };
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const l = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const n = Number(line.slice(line.lastIndexOf(' ') + 1));
+    const write = ['PATCH', 'APPLY', 'POST', 'PUT'].includes(l.verb ?? '');
+    if (!write) continue;
+    if (l.resource === 'configmaps' && (l.verb === 'PATCH' || l.verb === 'APPLY')) out.configmaps! += n;
+    if (l.resource === PLURAL && l.subresource === 'status') out.status! += n;
+    if (l.resource === 'events' && l.verb === 'POST') out.events! += n;
+  }
+  return out;
+}
+
+function card(i: number) {
+  return {
+    name: `Agent ${i}`,
+    description: 'Answers questions about the weather forecast for a city.',
+    version: '1.0.0',
+    supportedInterfaces: [
+      { url: `https://agent-${i}.example.com/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      { id: 'forecast', name: 'Forecast', description: 'Gives the forecast for a city', tags: ['weather'] },
+    ],
+  };
+}
+
+async function prepareNamespace(kc: KubeConfig, name: string): Promise<string[]> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await core.createNamespace({ body: { metadata: { name } } });
+  const jwk = JSON.stringify(await generateSigningJwk('ES256', 'bench-1'));
+  await core.createNamespacedSecret({
+    namespace: name,
+    body: { metadata: { name: 'key', labels: { 'agentcard.dev/signing-key': 'true' } }, stringData: { jwk } },
+  });
+  const names = Array.from({ length: N }, (_, i) => `card-${String(i).padStart(4, '0')}`);
+  await pool(names, 16, (n) =>
+    custom.createNamespacedCustomObject({
+      ...RESOURCE,
+      namespace: name,
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'AgentCard',
+        metadata: { name: n },
+        spec: {
+          card: card(Number(n.slice(5))),
+          signing: { keys: [{ secretRef: { name: 'key', key: 'jwk' } }] },
+        },
+      },
+    }),
+  );
+  return names;
+}
+
+/** Starts the operator; resolves when every AgentCard in `namespace` is Ready. */
+async function runOperator(kc: KubeConfig, namespace: string) {
+  const ready = new Set<string>();
+  let resolveAll!: () => void;
+  const allReady = new Promise<void>((r) => (resolveAll = r));
+  type Card = KubernetesObject & { status?: { conditions?: Array<{ type: string; status: string }> } };
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const informer = makeInformer<Card>(
+    kc,
+    `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`,
+    async () =>
+      (await custom.listNamespacedCustomObject({ ...RESOURCE, namespace })) as KubernetesListObject<Card>,
+  );
+  const seen = (obj: Card) => {
+    if (obj.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+      ready.add(obj.metadata!.name!);
+    if (ready.size === N) resolveAll();
+  };
+  informer.on('add', seen);
+  informer.on('update', seen);
+  await informer.start();
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [
+      join(root, 'bin', 'agentcard.js'),
+      'operator',
+      '--kubeconfig',
+      kubeconfigFile,
+      '--namespace',
+      namespace,
+      '--no-leader-elect',
+      '--no-probes',
+      '--webhook-port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--bind-address',
+      '127.0.0.1',
+      '--concurrency',
+      String(CONCURRENCY),
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info' } },
+  );
+  let stderr = '';
+  let port = 0;
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr = (stderr + c.toString()).slice(-8000);
+    port ||= Number(/"metricsPort":(\d+)/.exec(stderr)?.[1] ?? 0);
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  const timeout = setTimeout(() => child.kill('SIGKILL'), 20 * 60_000);
+  await Promise.race([
+    allReady,
+    exited.then(() => Promise.reject(new Error(`operator exited early: ${stderr}`))),
+  ]);
+  const seconds = (performance.now() - started) / 1000;
+  await sleep(3_000); // let anything still to come arrive before counting and measuring
+  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const cpuSeconds = (Number(stat[11]) + Number(stat[12])) / 100; // utime + stime, in clock ticks
+  const metrics = port ? await (await fetch(`http://127.0.0.1:${port}/metrics`)).text() : '';
+  const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  const reconcileMs =
+    (metric('agentcard_reconcile_duration_seconds_sum') /
+      metric('agentcard_reconcile_duration_seconds_count')) *
+    1000;
+  const heapMiB = metric('nodejs_heap_size_used_bytes') / 2 ** 20;
+  await informer.stop();
+  child.kill('SIGTERM');
+  await exited;
+  clearTimeout(timeout);
+  return { seconds, peakMiB: peakKiB / 1024, cpuSeconds, reconcileMs, heapMiB };
+}
+
+/** The floor: the same writes, done directly, with the same parallelism. */
+async function bareWrites(
+  kc: KubeConfig,
+  namespace: string,
+  names: string[],
+  template: Record<string, string>,
+) {
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const events = kc.makeApiClient(EventsV1Api);
+  const uids = new Map<string, string>();
+  const list = (await custom.listNamespacedCustomObject({ ...RESOURCE, namespace })) as {
+    items: Array<{ metadata: { name: string; uid: string } }>;
+  };
+  for (const item of list.items) uids.set(item.metadata.name, item.metadata.uid);
+  const started = performance.now();
+  await pool(names, CONCURRENCY, async (name) => {
+    const uid = uids.get(name)!;
+    await core.patchNamespacedConfigMap(
+      {
+        name: `${name}-agent-card`,
+        namespace,
+        fieldManager: 'bench-floor',
+        force: true,
+        body: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: {
+            name: `${name}-agent-card`,
+            namespace,
+            labels: { 'app.kubernetes.io/managed-by': 'bench-floor', 'agentcard.dev/card': name },
+            ownerReferences: [
+              { apiVersion: `${GROUP}/${VERSION}`, kind: 'AgentCard', name, uid, controller: true },
+            ],
+          },
+          data: template,
+        },
+      },
+      apply,
+    );
+    const t = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const cond = (type: string) => ({
+      type,
+      status: 'True',
+      observedGeneration: 1,
+      reason: type,
+      message: 'bench',
+      lastTransitionTime: t,
+    });
+    await custom.patchNamespacedCustomObjectStatus(
+      {
+        ...RESOURCE,
+        namespace,
+        name,
+        fieldManager: 'bench-floor',
+        force: true,
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'AgentCard',
+          metadata: { name, namespace },
+          status: {
+            observedGeneration: 1,
+            conditions: ['Accepted', 'Signed', 'Published', 'InterfacesReachable', 'Ready'].map(cond),
+          },
+        },
+      },
+      apply,
+    );
+    for (const reason of ['Published']) {
+      await events.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { name: `${name}.${randomBytes(6).toString('hex')}`, namespace },
+          eventTime: new V1MicroTime(),
+          type: 'Normal',
+          reason,
+          action: reason,
+          note: 'bench',
+          regarding: { apiVersion: `${GROUP}/${VERSION}`, kind: 'AgentCard', name, namespace, uid },
+          reportingController: 'bench-floor',
+          reportingInstance: 'bench-floor',
+        },
+      });
+    }
+  });
+  return (performance.now() - started) / 1000;
+}
+
+function writeResults(section: string): void {
+  const file = join(root, 'docs', 'BENCHMARKS.md');
+  const heading = '## Controller scale';
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
+  const start = text.indexOf(`${heading}\n`);
+  if (start === -1) {
+    text = `${text.trimEnd()}\n\n${section}`;
+  } else {
+    const after = text.indexOf('\n## ', start + heading.length);
+    text = `${text.slice(0, start)}${section}${after === -1 ? '' : `\n${text.slice(after + 1)}`}`;
+  }
+  writeFileSync(file, text.endsWith('\n') ? text : `${text}\n`);
+}
+
+async function main(): Promise<void> {
+  const { started } = await up(log);
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigFile);
+  // The floor gets the same connection reuse as the operator (see operator/kube/config.ts).
+  poolConnections(kc);
+  const suffix = randomBytes(3).toString('hex');
+  const nsOperator = `bench-scale-${suffix}`;
+  const nsFloor = `bench-floor-${suffix}`;
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    const crd = parse(readFileSync(join(root, CRD_FILE), 'utf8')) as KubernetesObject;
+    await KubernetesObjectApi.makeApiClient(kc).patch(
+      crd,
+      undefined,
+      undefined,
+      'bench',
+      true,
+      PatchStrategy.ServerSideApply,
+    );
+    for (;;) {
+      const got = await kc
+        .makeApiClient(ApiextensionsV1Api)
+        .readCustomResourceDefinition({ name: `${PLURAL}.${GROUP}` });
+      if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      await sleep(200);
+    }
+
+    log(`creating ${N} AgentCards in ${nsOperator}`);
+    const names = await prepareNamespace(kc, nsOperator);
+    const before = await writeCounters(kc);
+    log(`starting the operator (concurrency ${CONCURRENCY})`);
+    const op = await runOperator(kc, nsOperator);
+    const after = await writeCounters(kc);
+    const perCard = (k: string) => (after[k]! - before[k]!) / N;
+    log(
+      `all Ready in ${op.seconds.toFixed(1)} s, peak RSS ${op.peakMiB.toFixed(0)} MiB, heap ${op.heapMiB.toFixed(0)} MiB, ` +
+        `CPU ${op.cpuSeconds.toFixed(1)} s, mean reconcile ${op.reconcileMs.toFixed(1)} ms`,
+    );
+
+    log(`floor: creating ${N} AgentCards in ${nsFloor}`);
+    const template = (
+      await core.readNamespacedConfigMap({ namespace: nsOperator, name: `${names[0]}-agent-card` })
+    ).data!;
+    await prepareNamespace(kc, nsFloor);
+    const floorSeconds = await bareWrites(kc, nsFloor, names, template);
+    log(`floor: the same writes in ${floorSeconds.toFixed(1)} s`);
+
+    const ratio = op.seconds / floorSeconds;
+    const objectWrites = perCard('configmaps') + perCard('status');
+    const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
+    const cpu = cpus();
+    writeResults(
+      [
+        '## Controller scale',
+        '',
+        `\`node bench/scale.bench.ts --cards ${N} --concurrency ${CONCURRENCY}\`, run ${new Date().toISOString().slice(0, 10)} on ` +
+          `${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown CPU'}, shared with other work), ` +
+          `${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node.js ${process.versions.node}; local control plane ` +
+          '(etcd + kube-apiserver + kube-controller-manager on loopback, same machine).',
+        '',
+        `${N} AgentCards (each signed with one ES256 key from a labelled Secret) exist before the operator starts ` +
+          '(`--no-probes`, no leader election). Writes are counted by the API server (`apiserver_request_total`).',
+        '',
+        '| measure | result | goal |',
+        '| --- | --- | --- |',
+        `| time until all ${N} are Ready | ${op.seconds.toFixed(1)} s | within 1.3x the floor: ${verdict(ratio <= 1.3)} |`,
+        `| floor: a bare script doing the same writes (${CONCURRENCY} in parallel) | ${floorSeconds.toFixed(1)} s | |`,
+        `| ratio operator / floor | ${ratio.toFixed(2)}x | <= 1.3x |`,
+        `| object writes per card (ConfigMap + status) | ${objectWrites.toFixed(2)} (${perCard('configmaps').toFixed(2)} + ${perCard('status').toFixed(2)}) | <= 2: ${verdict(objectWrites <= 2)} |`,
+        `| Events per card (one Published event per new card) | ${perCard('events').toFixed(2)} | (not in the goal; the floor writes it too) |`,
+        `| operator peak RSS (VmHWM) | ${op.peakMiB.toFixed(0)} MiB | < 150 MiB: ${verdict(op.peakMiB < 150)} |`,
+        '',
+      ].join('\n'),
+    );
+    log('results written to docs/BENCHMARKS.md');
+  } finally {
+    for (const name of [nsOperator, nsFloor]) await core.deleteNamespace({ name }).catch(() => {});
+    if (started) await down(log);
+  }
+}
+
+await main();
