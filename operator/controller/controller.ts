@@ -42,7 +42,7 @@ import {
   type SecretView,
 } from './plan.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
-import { statusApplyBody, statusDifferences } from './status.ts';
+import { statusApplyBody } from './status.ts';
 import { WorkQueue } from './workqueue.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
 
@@ -345,7 +345,7 @@ export class Controller {
       generation,
       liveConfigMap: input.liveConfigMap?.metadata?.resourceVersion ?? null,
       writeConfigMap: !!plan.configMap,
-      writeStatus: plan.statusChanged ? statusDifferences(resource.status, plan.status) : false,
+      writeStatus: plan.statusChanged,
       events: plan.events.length,
       signing: plan.signingNote,
     });
@@ -356,6 +356,7 @@ export class Controller {
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'configmap' });
         const stored = await applyConfigMap(this.opts.clients, plan.configMap);
+        delete stored.metadata?.managedFields;
         this.configMapOverlays.set(cardKey(namespace, cmName), { before, object: stored });
         log.info('published ConfigMap', { configMap: cmName, digest: plan.status.card?.digest });
       } catch (err) {
@@ -374,7 +375,8 @@ export class Controller {
           namespace,
           name,
           statusApplyBody({ apiVersion: API_VERSION, kind: KIND, name, namespace }, plan.status),
-        )) as AgentCardObject;
+        )) as AgentCardObject & KubernetesObject;
+        delete stored.metadata?.managedFields;
         this.cardOverlays.set(key, { before: resource.metadata.resourceVersion, object: stored });
         log.info('status updated', { generation, ready: plan.ready });
       } catch (err) {
@@ -384,9 +386,7 @@ export class Controller {
     }
 
     const regarding = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: resource.metadata.uid };
-    for (const event of plan.events) {
-      await this.opts.events.record(regarding, event);
-    }
+    for (const event of plan.events) this.opts.events.record(regarding, event);
     this.opts.metrics.setCard(namespace, name, {
       ready: plan.ready,
       version: plan.status.card?.version,

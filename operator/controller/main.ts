@@ -120,6 +120,7 @@ export async function runOperator(
       new Promise<boolean>((r) => setTimeout(() => r(false), SHUTDOWN_BUDGET_MS).unref()),
     ]);
     await probes.stop();
+    await events.flush(3_000);
     if (!finished) log.warn('reconciles still running at the end of the shutdown budget', {});
     return finished;
   };

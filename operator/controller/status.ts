@@ -71,29 +71,3 @@ export function statusApplyBody(
     status: ownedStatus(status),
   };
 }
-
-/** Names of the owned fields (and condition types) that differ, for debug logs. */
-export function statusDifferences(live: unknown, desired: ControllerStatus): string[] {
-  const a = ownedStatus(live) as Record<string, unknown>;
-  const b = ownedStatus(desired) as Record<string, unknown>;
-  const out: string[] = [];
-  for (const field of OWNED_STATUS_FIELDS) {
-    if (field === 'conditions') {
-      const types = new Set(
-        [
-          ...((a.conditions as Condition[] | undefined) ?? []),
-          ...((b.conditions as Condition[] | undefined) ?? []),
-        ].map((c) => c.type),
-      );
-      for (const t of types) {
-        const ca = (a.conditions as Condition[] | undefined)?.find((c) => c.type === t);
-        const cb = (b.conditions as Condition[] | undefined)?.find((c) => c.type === t);
-        if (canonicalJson(ca) !== canonicalJson(cb))
-          out.push(`conditions[${t}] ${canonicalJson(ca)} -> ${canonicalJson(cb)}`);
-      }
-    } else if (canonicalJson(a[field]) !== canonicalJson(b[field])) {
-      out.push(field);
-    }
-  }
-  return out;
-}

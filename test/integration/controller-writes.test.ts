@@ -90,8 +90,13 @@ describe('controller: writes', () => {
       expect(after.configMaps - before.configMaps).toBe(names.length);
       expect(after.status - before.status).toBe(names.length);
       const events = await api.core.listNamespacedEvent({ namespace: ns.name });
-      const published = events.items.filter((e) => e.reason === 'Published');
-      expect(published).toHaveLength(names.length);
+      // Events are best effort: the killed process may lose the ones still queued, but no card
+      // gets its Published event twice.
+      const published = events.items
+        .filter((e) => e.reason === 'Published')
+        .map((e) => e.involvedObject.name);
+      expect(new Set(published).size).toBe(published.length);
+      expect(published.length).toBeGreaterThan(names.length - 10);
     } finally {
       second.child.kill('SIGTERM');
       await second.exited;
