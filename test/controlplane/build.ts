@@ -113,6 +113,7 @@ async function checkGo(): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new Error(
         'the test control plane is built from source with Go, and `go` is not on PATH: install Go 1.26 or newer (https://go.dev/dl/)',
+        { cause: err },
       );
     }
     throw err;

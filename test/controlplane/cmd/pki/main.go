@@ -50,9 +50,10 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
+	// Client auth too: etcd's JSON gateway dials etcd's own gRPC port with this certificate.
 	serving := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "agentcard-test-control-plane"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames: []string{
 			"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local",
