@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
+  AppsV1Api,
   AuthenticationV1Api,
   CoreV1Api,
   KubernetesObjectApi,
@@ -14,7 +15,7 @@ import {
   Watch,
   type KubeConfig,
   type KubernetesObject,
-  type V1CustomResourceDefinition,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterDir } from '../controlplane/paths.ts';
@@ -25,54 +26,14 @@ import {
   serviceAccountKubeConfig,
   type TestNamespace,
 } from '../support/cluster.ts';
+import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
 import { compactEtcd } from '../support/etcd.ts';
 import { helmPath, kubectlPath, runTool } from '../support/tools.ts';
 
 const GROUP = 'cptest.agentcard.dev';
 
-/** A small CRD with a structural schema and a CEL rule (x-kubernetes-validations). */
-const widgetCrd: V1CustomResourceDefinition = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: `widgets.${GROUP}` },
-  spec: {
-    group: GROUP,
-    names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
-    scope: 'Namespaced',
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
-            type: 'object',
-            properties: {
-              spec: {
-                type: 'object',
-                required: ['replicas', 'maxReplicas'],
-                properties: {
-                  replicas: { type: 'integer', minimum: 0 },
-                  maxReplicas: { type: 'integer', minimum: 0 },
-                  size: { type: 'string', _enum: ['small', 'large'] },
-                },
-                // client-node's typed models name it x_kubernetes_validations and serialize it to x-kubernetes-validations.
-                x_kubernetes_validations: [
-                  {
-                    rule: 'self.replicas <= self.maxReplicas',
-                    message: 'replicas must not exceed maxReplicas',
-                  },
-                ],
-              },
-              status: { type: 'object', properties: { ready: { type: 'boolean' } } },
-            },
-          },
-        },
-      },
-    ],
-  },
-};
+const widgetCrdYaml = readFileSync(new URL('../support/fixtures/widget-crd.yaml', import.meta.url), 'utf8');
+const WIDGET_CRD = `widgets.${GROUP}`;
 
 function widget(namespace: string, name: string, spec: Record<string, unknown>): KubernetesObject {
   return {
@@ -122,23 +83,14 @@ describe('the test control plane', () => {
   });
 
   it('server-side applies a CRD, establishes it and reads it back with its managed fields', async () => {
-    await objects.patch(
-      widgetCrd,
-      undefined,
-      undefined,
-      'controlplane-test',
-      true,
-      PatchStrategy.ServerSideApply,
-    );
-    const ext = kc.makeApiClient(ApiextensionsV1Api);
-    const established = await eventually(async () => {
-      const crd = await ext.readCustomResourceDefinition({ name: widgetCrd.metadata!.name! });
-      return !!crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-    }, 30_000);
-    expect(established).toBe(true);
-    const crd = await ext.readCustomResourceDefinition({ name: widgetCrd.metadata!.name! });
+    const [applied] = await applyYaml(widgetCrdYaml, { fieldManager: 'controlplane-test' });
+    expect(applied?.metadata?.name).toBe(WIDGET_CRD);
+    await waitForCrdEstablished(WIDGET_CRD);
+    const crd = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: WIDGET_CRD });
     const spec = crd.spec.versions[0]!.schema!.openAPIV3Schema!.properties!.spec!;
+    // The raw manifest's x-kubernetes-validations and enum survived the client's typed models.
     expect(spec.x_kubernetes_validations?.[0]?.rule).toBe('self.replicas <= self.maxReplicas');
+    expect(spec.properties?.size?._enum).toEqual(['small', 'large']);
     const managers = crd.metadata?.managedFields?.map((f) => `${f.manager}/${f.operation}`) ?? [];
     expect(managers).toContain('controlplane-test/Apply');
   });
@@ -295,6 +247,34 @@ describe('the test control plane', () => {
       async () => (await statusOf(core.readNamespace({ name: doomed.name }))).code === 404,
     );
     expect(gone).toBe(true);
+  });
+
+  it('runs Deployments up to Pods that stay Pending: there is no scheduler or kubelet', async () => {
+    const apps = kc.makeApiClient(AppsV1Api);
+    const labels = { app: 'pending-demo' };
+    await apps.createNamespacedDeployment({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'pending-demo' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [{ name: 'c', image: 'example.invalid/none' }] },
+          },
+        },
+      },
+    });
+    let pods: V1Pod[] = [];
+    const created = await eventually(async () => {
+      pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=pending-demo' })).items;
+      return pods.length === 1;
+    }, 30_000);
+    expect(created).toBe(true);
+    expect(pods[0]!.status?.phase).toBe('Pending');
+    expect(pods[0]!.spec?.nodeName).toBeUndefined();
+    expect(pods[0]!.metadata?.ownerReferences?.[0]?.kind).toBe('ReplicaSet');
   });
 
   it('calls a validating admission webhook over TLS and enforces its answer', async () => {
