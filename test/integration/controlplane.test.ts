@@ -1,6 +1,6 @@
 // Proves the test control plane is a real Kubernetes API server, not something trusted on faith:
 // each behaviour below is one a hand-written fake would get wrong.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { join } from 'node:path';
 import {
@@ -397,3 +397,57 @@ function watchOnce(
       }, finish);
   });
 }
+
+const agentCardCrdFile = new URL('../../crds/agentcard.dev_agentcards.yaml', import.meta.url);
+
+// The project's own CRD, once it is generated into crds/: applied with server-side apply, its CEL
+// rules are enforced by the real apiserver.
+describe.skipIf(!existsSync(agentCardCrdFile))('the AgentCard CRD on the test control plane', () => {
+  let ns: TestNamespace;
+  let objects: KubernetesObjectApi;
+  beforeAll(async () => {
+    objects = KubernetesObjectApi.makeApiClient(kubeConfig());
+    ns = await createTestNamespace('agentcard-crd');
+  });
+  afterAll(async () => {
+    await ns?.cleanup();
+  });
+
+  function agentCard(name: string, probeInterval: string): KubernetesObject {
+    return {
+      apiVersion: 'agentcard.dev/v1alpha1',
+      kind: 'AgentCard',
+      metadata: { name, namespace: ns.name },
+      spec: {
+        card: {
+          name: 'Echo agent',
+          description: 'Repeats what it is told.',
+          version: '1.0.0',
+          supportedInterfaces: [
+            { url: 'https://echo.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          ],
+          capabilities: {},
+          defaultInputModes: ['text/plain'],
+          defaultOutputModes: ['text/plain'],
+          skills: [{ id: 'echo', name: 'Echo', description: 'Echoes the input.', tags: ['echo'] }],
+        },
+        probe: { interval: probeInterval },
+      },
+    } as KubernetesObject;
+  }
+
+  it('applies with server-side apply, becomes Established and enforces its CEL rules', async () => {
+    const [crd] = await applyYaml(readFileSync(agentCardCrdFile, 'utf8'), {
+      fieldManager: 'controlplane-test',
+    });
+    await waitForCrdEstablished(crd!.metadata!.name!);
+
+    const accepted = await objects.create(agentCard('valid', '30s'));
+    expect(accepted.metadata?.uid).toBeTruthy();
+
+    const rejected = await statusOf(objects.create(agentCard('too-frequent', '5s')));
+    expect(rejected.code).toBe(422);
+    expect(rejected.message).toContain('spec.probe.interval');
+    expect(rejected.message).toContain('10s');
+  });
+});
