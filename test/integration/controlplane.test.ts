@@ -23,6 +23,7 @@ import {
   createTestNamespace,
   kubeConfig,
   kubeconfigPath,
+  saveKubeConfig,
   serviceAccountKubeConfig,
   type TestNamespace,
 } from '../support/cluster.ts';
@@ -133,6 +134,15 @@ describe('the test control plane', () => {
 
   it('authenticates a ServiceAccount by a TokenRequest token and denies it with 403 until RBAC allows it', async () => {
     const saKc = await serviceAccountKubeConfig(ns.name, 'nobody');
+    // The same identity through a kubeconfig file, as a local process would use it.
+    const asFile = await runTool(
+      'kubectl',
+      ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'],
+      {
+        kubeconfig: saveKubeConfig(saKc),
+      },
+    );
+    expect(asFile.stdout).toBe(`system:serviceaccount:${ns.name}:nobody`);
     const review = await saKc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
     expect(review.status?.userInfo?.username).toBe(`system:serviceaccount:${ns.name}:nobody`);
 

@@ -2,6 +2,9 @@
 // project's global setup starts: an admin KubeConfig, a namespace per test, and credentials of
 // a ServiceAccount (from the TokenRequest API) to test what RBAC allows it.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 
@@ -91,4 +94,14 @@ export function kubeConfigWithToken(token: string, base = kubeConfig()): KubeCon
 /** A KubeConfig acting as ServiceAccount `namespace/name` (created if missing), through a TokenRequest token. */
 export async function serviceAccountKubeConfig(namespace: string, name: string): Promise<KubeConfig> {
   return kubeConfigWithToken(await serviceAccountToken(namespace, name));
+}
+
+/**
+ * Writes a KubeConfig to a new private file and returns its path, for a local process that takes
+ * `--kubeconfig` (for example the operator acting as the Helm chart's ServiceAccount).
+ */
+export function saveKubeConfig(kc: KubeConfig): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'agentcard-kubeconfig-')), 'kubeconfig');
+  writeFileSync(file, kc.exportConfig(), { mode: 0o600 });
+  return file;
 }
