@@ -7,10 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
+import { kubeconfigFile } from '../controlplane/paths.ts';
 
-/** The admin kubeconfig file of the control plane (group system:masters). */
+/**
+ * The admin kubeconfig file of the control plane (group system:masters): the one the global
+ * setup provides, else this checkout's `.cluster/kubeconfig` (left by `npm run cluster:up`).
+ */
 export function kubeconfigPath(): string {
-  return inject('kubeconfig');
+  return inject('kubeconfig') ?? kubeconfigFile;
 }
 
 /** A KubeConfig acting as the control plane's admin. */
