@@ -338,11 +338,13 @@ describe('the test control plane', () => {
       });
       // The webhook configuration reaches the admission chain through an informer: retry briefly.
       let refused: { code?: number; message: string } = { message: '' };
+      let attempt = 0;
       await eventually(async () => {
+        // A new name each time: an attempt made before the webhook is active simply succeeds.
         refused = await statusOf(
           core.createNamespacedConfigMap({
             namespace: ns.name,
-            body: { metadata: { name: 'forbidden-cm' } },
+            body: { metadata: { name: `forbidden-${attempt++}` } },
           }),
         );
         return refused.code !== undefined;
