@@ -79,6 +79,22 @@ export async function up(log: (line: string) => void): Promise<{ started: boolea
   linkTools(toolsDir);
   await runToEnd(join(binDir, 'pki'), ['-dir', pkiDir]);
 
+  // A free port can be taken by another process before ours binds it: then start again on new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const state = await startProcesses(binDir);
+      log(`control plane up in ${((Date.now() - started) / 1000).toFixed(1)} s: ${state.server}`);
+      return { started: true, state };
+    } catch (err) {
+      if (attempt >= 3 || !String(err).includes('address already in use')) throw err;
+      log('a port was taken meanwhile; starting again on other ports');
+      rmSync(join(clusterDir, 'etcd'), { recursive: true, force: true });
+    }
+  }
+}
+
+/** Starts the three processes on fresh free ports; on failure stops those already started. */
+async function startProcesses(binDir: string): Promise<ClusterState> {
   const [etcdPort, peerPort, apiPort] = await freePorts(3);
   const state: ClusterState = {
     server: `https://127.0.0.1:${apiPort}`,
@@ -171,8 +187,7 @@ export async function up(log: (line: string) => void): Promise<{ started: boolea
     await stopProcesses(state);
     throw err;
   }
-  log(`control plane up in ${((Date.now() - started) / 1000).toFixed(1)} s: ${state.server}`);
-  return { started: true, state };
+  return state;
 }
 
 /** Stops the processes of this checkout's control plane and removes `.cluster/` (data, certificates, logs). */
