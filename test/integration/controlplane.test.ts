@@ -1,8 +1,8 @@
 // Proves the test control plane is a real Kubernetes API server, not something trusted on faith:
 // each behaviour below is one a hand-written fake would get wrong.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -135,13 +135,15 @@ describe('the test control plane', () => {
   it('authenticates a ServiceAccount by a TokenRequest token and denies it with 403 until RBAC allows it', async () => {
     const saKc = await serviceAccountKubeConfig(ns.name, 'nobody');
     // The same identity through a kubeconfig file, as a local process would use it.
+    const saFile = saveKubeConfig(saKc);
     const asFile = await runTool(
       'kubectl',
       ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'],
       {
-        kubeconfig: saveKubeConfig(saKc),
+        kubeconfig: saFile,
       },
     );
+    rmSync(dirname(saFile), { recursive: true, force: true });
     expect(asFile.stdout).toBe(`system:serviceaccount:${ns.name}:nobody`);
     const review = await saKc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
     expect(review.status?.userInfo?.username).toBe(`system:serviceaccount:${ns.name}:nobody`);
