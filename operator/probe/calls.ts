@@ -56,10 +56,13 @@ export function protocolFamily(version: string): { family: ProtocolFamily; heade
   return undefined;
 }
 
+/** URL.hostname keeps IPv6 literals in brackets; sockets and the address policy want them bare. */
+const unbracket = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
+
 function parseEndpoint(url: string, allowBare: boolean): Endpoint | string {
   if (allowBare && /^[^/:]+:\d+$|^\[[0-9a-fA-F:.]+\]:\d+$/.test(url)) {
     const u = new URL(`http://${url}`);
-    return { scheme: 'bare', hostname: u.hostname, port: Number(u.port || 80) };
+    return { scheme: 'bare', hostname: unbracket(u.hostname), port: Number(u.port || 80) };
   }
   let u: URL;
   try {
@@ -70,7 +73,7 @@ function parseEndpoint(url: string, allowBare: boolean): Endpoint | string {
   if (u.protocol !== 'https:' && u.protocol !== 'http:') return `URL scheme '${u.protocol}' is not http(s)`;
   if (u.username || u.password) return 'URL carries user info; put credentials in spec.probe.credentials';
   const scheme = u.protocol === 'https:' ? 'https' : 'http';
-  return { scheme, hostname: u.hostname, port: Number(u.port || (scheme === 'https' ? 443 : 80)) };
+  return { scheme, hostname: unbracket(u.hostname), port: Number(u.port || (scheme === 'https' ? 443 : 80)) };
 }
 
 /** Path of the URL without a trailing slash, query kept aside ('' for the root). */
