@@ -4,7 +4,13 @@
  */
 export { probeInterface, type ProbeOptions } from './probe.ts';
 export { createAddressPolicy, type AddressPolicy, type AddressPolicyOptions } from './policy.ts';
-export { ProbeScheduler, nextDelayMs, type ProbeConfig, type ProbeSchedulerOptions } from './scheduler.ts';
+export {
+  ProbeScheduler,
+  roundDelayMs,
+  backoffRounds,
+  type ProbeConfig,
+  type ProbeSchedulerOptions,
+} from './scheduler.ts';
 export {
   nextInterfacesStatus,
   INTERFACES_REACHABLE,

@@ -4,12 +4,13 @@
  * and gets every card's full result list back through `onResults` after each round; turning
  * results into status is nextInterfacesStatus (status.ts), which the controller calls.
  *
- * Timing rules:
+ * Timing rules (one round per card per interval, so one onResults per card per interval):
  * - a new key, or a changed one (interfaces, interval, timeout or revision), is probed at once;
  * - after a card's first round its next one falls anywhere in [0.5, 1.5] x interval, so cards
  *   created together do not stay in step; later rounds get +-10% jitter;
- * - a failing interface backs off: 1x, 2x, 4x, then 8x the interval (at most maxBackoffMs, and
- *   never below the interval); an Unsupported one is not asked again until the key changes.
+ * - a failing interface backs off by sitting out rounds: probed again after 1, 2, 4, then every
+ *   8 rounds (at most maxBackoffMs apart); an Unsupported one is not asked again until the key
+ *   changes. Its last result is reported in the rounds it sits out.
  */
 import type { Registry } from 'prom-client';
 import { describeError } from '../errors.ts';
@@ -49,18 +50,20 @@ export interface ProbeSchedulerOptions {
   random?: () => number;
 }
 
-/** Delay until an interface's next probe (pure). `failures`: consecutive failed probes so far. */
-export function nextDelayMs(
-  intervalMs: number,
-  failures: number,
-  random: number,
-  opts: { first?: boolean; maxBackoffMs?: number; jitter?: number } = {},
-): number {
-  if (opts.first) return intervalMs * (0.5 + random);
-  const factor = failures <= 1 ? 1 : 2 ** Math.min(failures - 1, 3);
-  const capped = Math.min(intervalMs * factor, Math.max(intervalMs, opts.maxBackoffMs ?? 600_000));
-  const jitter = opts.jitter ?? 0.1;
-  return capped * (1 - jitter + 2 * jitter * random);
+/** Delay until a card's next round (pure): spread after the first round, +-10% after that. */
+export function roundDelayMs(intervalMs: number, random: number, first: boolean): number {
+  return first ? intervalMs * (0.5 + random) : intervalMs * (0.9 + 0.2 * random);
+}
+
+/**
+ * How many rounds a failing interface sits out before its next probe (pure). `failures`:
+ * consecutive failed probes so far. 0, 1, 3, then 7 (i.e. probed after 1, 2, 4, 8 rounds), never
+ * more than fits in maxBackoffMs.
+ */
+export function backoffRounds(failures: number, intervalMs: number, maxBackoffMs = 600_000): number {
+  if (failures <= 1) return 0;
+  const rounds = 2 ** Math.min(failures - 1, 3);
+  return Math.max(1, Math.min(rounds, Math.floor(maxBackoffMs / intervalMs))) - 1;
 }
 
 interface Entry {
@@ -70,8 +73,8 @@ interface Entry {
   fingerprint: string;
   results: (ProbeResult | undefined)[];
   failures: number[];
-  /** Date.now() at which each interface is next due (Infinity: never). */
-  due: number[];
+  /** Rounds each interface still sits out (Infinity: never probed again). */
+  skip: number[];
   timer?: NodeJS.Timeout;
   round?: Promise<void>;
   abort: AbortController;
@@ -129,7 +132,7 @@ export class ProbeScheduler {
       fingerprint: print,
       results: new Array<ProbeResult | undefined>(n).fill(undefined),
       failures: new Array<number>(n).fill(0),
-      due: new Array<number>(n).fill(0),
+      skip: new Array<number>(n).fill(0),
       abort: new AbortController(),
       rounds: 0,
     };
@@ -189,9 +192,8 @@ export class ProbeScheduler {
 
   async #round(entry: Entry): Promise<void> {
     const { config, abort } = entry;
-    const start = Date.now();
-    const first = entry.rounds === 0;
-    const due = config.interfaces.map((_, i) => i).filter((i) => entry.due[i]! <= start + 5);
+    const due: number[] = [];
+    entry.skip.forEach((skip, i) => (skip <= 0 ? due.push(i) : (entry.skip[i] = skip - 1)));
     await Promise.all(
       due.map(async (i) => {
         const target = config.interfaces[i]!;
@@ -200,22 +202,20 @@ export class ProbeScheduler {
         entry.results[i] = result;
         this.#metrics?.record(entry.card, i, result);
         if (result.reason === 'Unsupported') {
-          entry.due[i] = Infinity;
+          entry.skip[i] = Infinity;
           return;
         }
         entry.failures[i] = result.reachable ? 0 : entry.failures[i]! + 1;
-        entry.due[i] =
-          Date.now() +
-          nextDelayMs(config.intervalMs, entry.failures[i]!, this.#random(), {
-            first,
-            maxBackoffMs: this.#opts.maxBackoffMs,
-          });
+        entry.skip[i] = backoffRounds(entry.failures[i]!, config.intervalMs, this.#opts.maxBackoffMs);
       }),
     );
     if (abort.signal.aborted || this.#entries.get(entry.key) !== entry) return;
+    const first = entry.rounds === 0;
     entry.rounds++;
     this.#opts.onResults(entry.key, entry.results as ProbeResult[]);
-    this.#schedule(entry, Math.min(...entry.due) - Date.now());
+    // Nothing left to ask (all Unsupported, or no interfaces): no more rounds until a change.
+    if (entry.skip.every((s) => s === Infinity)) return;
+    this.#schedule(entry, roundDelayMs(config.intervalMs, this.#random(), first));
   }
 
   async #probeOne(entry: Entry, target: ProbeTarget): Promise<ProbeResult> {

@@ -62,7 +62,12 @@ describe('protocolFamily', () => {
 describe('planProbe', () => {
   it('JSONRPC 1.0: POST GetTask with A2A-Version, tenant in params', () => {
     const plan = planProbe(
-      { url: 'https://Agent.Example/a2a/?x=1', protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: 't1' },
+      {
+        url: 'https://Agent.Example/a2a/?x=1',
+        protocolBinding: 'JSONRPC',
+        protocolVersion: '1.0',
+        tenant: 't1',
+      },
       ids,
     );
     expect(plan).toMatchObject({
@@ -118,17 +123,24 @@ describe('planProbe', () => {
       metadata: { 'a2a-version': '1.0' },
     });
     expect(plan('http://g:50051')).toMatchObject({ endpoint: { scheme: 'http', port: 50051 } });
-    expect(plan('g.example:50051')).toMatchObject({ endpoint: { scheme: 'bare', hostname: 'g.example', port: 50051 } });
+    expect(plan('g.example:50051')).toMatchObject({
+      endpoint: { scheme: 'bare', hostname: 'g.example', port: 50051 },
+    });
     expect(plan('[::1]:50051')).toMatchObject({ endpoint: { scheme: 'bare', hostname: '::1', port: 50051 } });
     const v03 = plan('http://g:1', '0.3');
     expect(v03).toMatchObject({ path: '/a2a.v1.A2AService/GetTask', metadata: {} });
     const withTenant = plan('http://g:1', '1.0', 'tt');
     if (withTenant.transport !== 'grpc') throw new Error('expected grpc');
-    expect(A2AService.getTask.requestDeserialize(withTenant.frame.subarray(5))).toMatchObject({ tenant: 'tt' });
+    expect(A2AService.getTask.requestDeserialize(withTenant.frame.subarray(5))).toMatchObject({
+      tenant: 'tt',
+    });
   });
 
   it('IPv6 literal URLs lose their brackets for connecting', () => {
-    const plan = planProbe({ url: 'http://[fd00::1]:8080/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, ids);
+    const plan = planProbe(
+      { url: 'http://[fd00::1]:8080/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      ids,
+    );
     expect(plan).toMatchObject({ endpoint: { hostname: 'fd00::1', port: 8080 } });
   });
 

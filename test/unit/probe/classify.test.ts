@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Expectation } from '../../../operator/probe/calls.ts';
-import { type Observation, PROBE_CODES, classify, classifyFailure } from '../../../operator/probe/classify.ts';
+import {
+  type Observation,
+  PROBE_CODES,
+  classify,
+  classifyFailure,
+} from '../../../operator/probe/classify.ts';
 
 const rpc1: Expectation = { binding: 'JSONRPC', family: '1', rpcId: 'req-1' };
 const rpc03: Expectation = { binding: 'JSONRPC', family: '0.3', rpcId: 'req-1' };
@@ -9,7 +14,11 @@ const rest03: Expectation = { binding: 'HTTP+JSON', family: '0.3' };
 const grpc1: Expectation = { binding: 'GRPC', family: '1' };
 const grpc03: Expectation = { binding: 'GRPC', family: '0.3' };
 
-const http = (status: number, body: unknown, extra: Partial<Observation & { kind: 'http' }> = {}): Observation => ({
+const http = (
+  status: number,
+  body: unknown,
+  extra: Partial<Observation & { kind: 'http' }> = {},
+): Observation => ({
   kind: 'http',
   status,
   contentType: 'application/json',
@@ -17,7 +26,10 @@ const http = (status: number, body: unknown, extra: Partial<Observation & { kind
   truncated: false,
   ...extra,
 });
-const grpc = (grpcStatus: number | undefined, extra: Partial<Observation & { kind: 'grpc' }> = {}): Observation => ({
+const grpc = (
+  grpcStatus: number | undefined,
+  extra: Partial<Observation & { kind: 'grpc' }> = {},
+): Observation => ({
   kind: 'grpc',
   httpStatus: 200,
   contentType: 'application/grpc',
@@ -30,7 +42,9 @@ const a2aInfo = (reason: string, domain = 'a2a-protocol.org') => ({
   reason,
   domain,
 });
-const restError = (code: number, details: unknown[]) => ({ error: { code, status: 'NOT_FOUND', message: 'x', details } });
+const restError = (code: number, details: unknown[]) => ({
+  error: { code, status: 'NOT_FOUND', message: 'x', details },
+});
 
 describe('classify: JSONRPC', () => {
   it('is Reachable only on the same id with -32001, for 1.0 and 0.3', () => {
@@ -49,8 +63,12 @@ describe('classify: JSONRPC', () => {
     const notFound = classify(rpc1, http(200, envelope({ code: -32601, message: 'Method not found' })));
     expect(notFound).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
     expect(notFound.message).toMatch(/GetTask.*not A2A 1\.0/);
-    expect(classify(rpc03, http(200, envelope({ code: -32601 }))).message).toMatch(/tasks\/get.*not A2A 0\.3/);
-    expect(classify(rpc1, http(200, envelope({ code: -32009 })))).toMatchObject({ reason: 'VersionMismatch' });
+    expect(classify(rpc03, http(200, envelope({ code: -32601 }))).message).toMatch(
+      /tasks\/get.*not A2A 0\.3/,
+    );
+    expect(classify(rpc1, http(200, envelope({ code: -32009 })))).toMatchObject({
+      reason: 'VersionMismatch',
+    });
   });
 
   it('refuses other errors, results, wrong ids, and non-envelopes', () => {
@@ -94,7 +112,10 @@ describe('classify: HTTP+JSON', () => {
     const no: Observation[] = [
       http(404, restError(404, [])),
       http(404, restError(404, [a2aInfo('TASK_NOT_FOUND', 'example.com')])),
-      http(404, restError(404, [{ ...a2aInfo('TASK_NOT_FOUND'), '@type': 'type.googleapis.com/google.rpc.Help' }])),
+      http(
+        404,
+        restError(404, [{ ...a2aInfo('TASK_NOT_FOUND'), '@type': 'type.googleapis.com/google.rpc.Help' }]),
+      ),
       http(404, { error: { details: 'TASK_NOT_FOUND' } }),
       http(404, { code: -32001, message: 'Task not found' }), // the 0.3 shape is not 1.0
       http(200, restError(404, [a2aInfo('TASK_NOT_FOUND')])),
@@ -106,7 +127,10 @@ describe('classify: HTTP+JSON', () => {
       http(400, { error: 'bad' }),
     ];
     for (const obs of no) {
-      expect(classify(rest1, obs), JSON.stringify(obs)).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
+      expect(classify(rest1, obs), JSON.stringify(obs)).toMatchObject({
+        reachable: false,
+        reason: 'BindingMismatch',
+      });
     }
   });
 
@@ -119,7 +143,9 @@ describe('classify: HTTP+JSON', () => {
     expect(classify(rest03, http(404, { code: -32001, message: 'Task not found' })).reason).toBe('Reachable');
     expect(classify(rest03, http(400, { code: -32009, message: 'v' })).reason).toBe('VersionMismatch');
     // A 1.0-only server answering the 0.3 path as tenant "v1" must not pass as 0.3.
-    expect(classify(rest03, http(404, restError(404, [a2aInfo('TASK_NOT_FOUND')]))).reason).toBe('BindingMismatch');
+    expect(classify(rest03, http(404, restError(404, [a2aInfo('TASK_NOT_FOUND')]))).reason).toBe(
+      'BindingMismatch',
+    );
     expect(classify(rest03, http(200, { code: -32001 })).reason).toBe('BindingMismatch');
     expect(classify(rest03, http(404, { error: { code: -32001 } })).reason).toBe('BindingMismatch');
   });
@@ -155,7 +181,10 @@ describe('classify: GRPC', () => {
   it('is Reachable on NOT_FOUND, for 1.0 and 0.3, naming the ErrorInfo when present', () => {
     expect(classify(grpc1, grpc(5))).toMatchObject({ reachable: true, reason: 'Reachable' });
     expect(classify(grpc03, grpc(5)).message).toMatch(/a2a\.v1\.A2AService/);
-    const withInfo = classify(grpc1, grpc(5, { errorInfo: { reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' } }));
+    const withInfo = classify(
+      grpc1,
+      grpc(5, { errorInfo: { reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' } }),
+    );
     expect(withInfo.message).toMatch(/lf\.a2a\.v1\.A2AService.*TASK_NOT_FOUND/);
     expect(classify(grpc1, grpc(5, { contentType: 'application/grpc+proto' })).reason).toBe('Reachable');
   });
@@ -191,7 +220,9 @@ describe('classify: GRPC', () => {
   it('FAILED_PRECONDITION with A2A VERSION_NOT_SUPPORTED is VersionMismatch', () => {
     const info = { reason: 'VERSION_NOT_SUPPORTED', domain: 'a2a-protocol.org' };
     expect(classify(grpc1, grpc(9, { errorInfo: info })).reason).toBe('VersionMismatch');
-    expect(classify(grpc1, grpc(9, { errorInfo: { ...info, domain: 'other' } })).reason).toBe('BindingMismatch');
+    expect(classify(grpc1, grpc(9, { errorInfo: { ...info, domain: 'other' } })).reason).toBe(
+      'BindingMismatch',
+    );
   });
 
   it('refuses answers that are not gRPC', () => {
@@ -257,6 +288,8 @@ describe('classifyFailure', () => {
     expect(classifyFailure(PROBE_CODES.blocked, 'x.test resolves to 10.0.0.1').message).toBe(
       'refused by the address policy: x.test resolves to 10.0.0.1',
     );
-    expect(classify(rpc1, { kind: 'failure', code: 'ENOTFOUND', detail: 'x.test' }).message).toMatch(/x\.test/);
+    expect(classify(rpc1, { kind: 'failure', code: 'ENOTFOUND', detail: 'x.test' }).message).toMatch(
+      /x\.test/,
+    );
   });
 });

@@ -64,12 +64,18 @@ describe('impostors', () => {
   it('a JSON-RPC server that is not A2A is BindingMismatch, and so is an answer to another id', async () => {
     const other = await start(impostors.nonA2AJsonRpc());
     for (const version of ['1.0', '0.3']) {
-      const result = await probeInterface({ url: other.url, protocolBinding: 'JSONRPC', protocolVersion: version }, opts);
+      const result = await probeInterface(
+        { url: other.url, protocolBinding: 'JSONRPC', protocolVersion: version },
+        opts,
+      );
       expect(result).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
       expect(result.message).toMatch(/-32601/);
     }
     const wrongId = await start(impostors.nonA2AJsonRpc('wrong-id'));
-    const result = await probeInterface({ url: wrongId.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, opts);
+    const result = await probeInterface(
+      { url: wrongId.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      opts,
+    );
     expect(result).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
     expect(result.message).toMatch(/another id/);
   });
@@ -77,7 +83,10 @@ describe('impostors', () => {
   it('a gRPC server with another service is not A2A gRPC (UNIMPLEMENTED)', async () => {
     const server = await start(impostors.otherGrpcService());
     for (const version of ['1.0', '0.3']) {
-      const result = await probeInterface({ url: server.url, protocolBinding: 'GRPC', protocolVersion: version }, opts);
+      const result = await probeInterface(
+        { url: server.url, protocolBinding: 'GRPC', protocolVersion: version },
+        opts,
+      );
       expect(result).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
       expect(result.message).toMatch(/UNIMPLEMENTED/);
     }
@@ -126,7 +135,10 @@ describe('impostors', () => {
 
   it('an endless body is cut at the 64 KiB cap and the connection closed', async () => {
     const server = await start(impostors.endlessBody());
-    const result = await probeInterface({ url: server.url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }, opts);
+    const result = await probeInterface(
+      { url: server.url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      opts,
+    );
     expect(result).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
     expect(result.message).toMatch(/64 KiB cap/);
     await new Promise((r) => setTimeout(r, 100));
@@ -145,13 +157,19 @@ describe('impostors', () => {
     })) {
       const result = await probeInterface(target, { ...opts, policy: everything, resolver: metadata });
       expect(result).toMatchObject({ reachable: false, reason: 'Blocked' });
-      expect(result.message).toMatch(/metadata\.attacker\.test resolves to 169\.254\.169\.254.*always refused/);
+      expect(result.message).toMatch(
+        /metadata\.attacker\.test resolves to 169\.254\.169\.254.*always refused/,
+      );
       expect(result.phases.connectMs).toBeUndefined();
     }
     // IPv4-mapped IPv6 and the AWS IPv6 metadata address are refused the same way.
     for (const address of ['::ffff:169.254.169.254', 'fd00:ec2::254']) {
       const resolver: Resolver = async () => [{ address, family: 6 }];
-      const result = await probeInterface(httpTargets('http://md.test/')[0]!, { ...opts, policy: everything, resolver });
+      const result = await probeInterface(httpTargets('http://md.test/')[0]!, {
+        ...opts,
+        policy: everything,
+        resolver,
+      });
       expect(result, address).toMatchObject({ reachable: false, reason: 'Blocked' });
       expect(result.phases.connectMs).toBeUndefined();
     }
@@ -175,7 +193,11 @@ describe('impostors', () => {
     const direct = await probeInterface(httpTargets(agent.jsonrpc)[0]!, { ...opts, policy: strict });
     expect(direct).toMatchObject({ reachable: false, reason: 'Blocked' });
     const viaName = await probeInterface(
-      { url: agent.jsonrpc.replace('127.0.0.1', 'localhost'), protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      {
+        url: agent.jsonrpc.replace('127.0.0.1', 'localhost'),
+        protocolBinding: 'JSONRPC',
+        protocolVersion: '1.0',
+      },
       { ...opts, policy: strict },
     );
     expect(viaName).toMatchObject({ reachable: false, reason: 'Blocked' });

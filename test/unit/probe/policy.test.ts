@@ -89,7 +89,15 @@ describe('address policy', () => {
   });
 
   it('always refuses unspecified, multicast and broadcast addresses', () => {
-    for (const ip of ['0.0.0.0', '0.1.2.3', '::', '224.0.0.1', '239.255.255.250', '255.255.255.255', 'ff02::1']) {
+    for (const ip of [
+      '0.0.0.0',
+      '0.1.2.3',
+      '::',
+      '224.0.0.1',
+      '239.255.255.250',
+      '255.255.255.255',
+      'ff02::1',
+    ]) {
       expect(everything.check(ip).allowed, ip).toBe(false);
     }
   });
@@ -128,11 +136,15 @@ describe('address policy', () => {
     expect(p.check('203.0.5.5')).toMatchObject({ allowed: false, category: 'denied by policy' });
     expect(p.allowCidrs).toEqual(['10.1.0.0/16']);
     // Allowing the shared range does not open the Alibaba metadata address inside it.
-    expect(createAddressPolicy({ allowCidrs: ['100.64.0.0/10'] }).check('100.100.100.200').allowed).toBe(false);
+    expect(createAddressPolicy({ allowCidrs: ['100.64.0.0/10'] }).check('100.100.100.200').allowed).toBe(
+      false,
+    );
   });
 
   it('refuses what is not an address, and rejects bad CIDRs when built', () => {
     expect(strict.check('metadata.google.internal')).toMatchObject({ allowed: false, category: 'invalid' });
-    expect(() => createAddressPolicy({ allowCidrs: ['10.0.0.0/99'] })).toThrow(/'10.0.0.0\/99' is not a CIDR/);
+    expect(() => createAddressPolicy({ allowCidrs: ['10.0.0.0/99'] })).toThrow(
+      /'10.0.0.0\/99' is not a CIDR/,
+    );
   });
 });

@@ -131,7 +131,10 @@ describe('nextInterfacesStatus', () => {
   });
 
   it('writes when interfaces are added, removed or reordered, keeping history by identity', () => {
-    const first = nextInterfacesStatus({ results: [result(A, 'Reachable'), result(B, 'Reachable')], now: T0 });
+    const first = nextInterfacesStatus({
+      results: [result(A, 'Reachable'), result(B, 'Reachable')],
+      now: T0,
+    });
     const next = (results: ProbeResult[]) =>
       nextInterfacesStatus({
         previous: first.interfaces,
@@ -176,7 +179,10 @@ describe('nextInterfacesStatus', () => {
 
   it('a previous status written by someone else with a bad timestamp is refreshed', () => {
     const previous: InterfaceStatus[] = [
-      { ...nextInterfacesStatus({ results: [result(A, 'Reachable')], now: T0 }).interfaces[0]!, lastProbeTime: 'x' },
+      {
+        ...nextInterfacesStatus({ results: [result(A, 'Reachable')], now: T0 }).interfaces[0]!,
+        lastProbeTime: 'x',
+      },
     ];
     const out = nextInterfacesStatus({
       previous,

@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { credentialHeaders, normalizeInterfaceUrl } from '../../../operator/probe/credentials.ts';
 import { ProbeLimiter, hostKey } from '../../../operator/probe/limiter.ts';
 import { bindingLabel, createProbeMetrics } from '../../../operator/probe/metrics.ts';
-import { nextDelayMs } from '../../../operator/probe/scheduler.ts';
+import { backoffRounds, roundDelayMs } from '../../../operator/probe/scheduler.ts';
 import type { ProbeResult } from '../../../operator/probe/types.ts';
 
 describe('credentialHeaders', () => {
@@ -18,7 +18,10 @@ describe('credentialHeaders', () => {
   it('gives each interface only its own credentials', () => {
     expect(credentialHeaders('https://a.example/rpc', creds)).toEqual({ Authorization: 'Bearer tok-a' });
     expect(credentialHeaders('https://A.example:443/rpc/', creds)).toEqual({ Authorization: 'Bearer tok-a' });
-    expect(credentialHeaders('https://a.example/rest', creds)).toEqual({ 'X-API-Key': 'key-r', 'X-Other': 'key-o' });
+    expect(credentialHeaders('https://a.example/rest', creds)).toEqual({
+      'X-API-Key': 'key-r',
+      'X-Other': 'key-o',
+    });
     expect(credentialHeaders('GRPC.example:443', creds)).toEqual({ Authorization: 'Bearer tok-g' });
   });
 
@@ -99,23 +102,20 @@ describe('ProbeLimiter', () => {
   });
 });
 
-describe('nextDelayMs', () => {
-  it('spreads first rounds over [0.5, 1.5] x interval', () => {
-    expect(nextDelayMs(60_000, 0, 0, { first: true })).toBe(30_000);
-    expect(nextDelayMs(60_000, 0, 1, { first: true })).toBe(90_000);
+describe('round timing', () => {
+  it('spreads first rounds over [0.5, 1.5] x interval and jitters later ones by +-10%', () => {
+    expect(roundDelayMs(60_000, 0, true)).toBe(30_000);
+    expect(roundDelayMs(60_000, 1, true)).toBe(90_000);
+    expect(roundDelayMs(60_000, 0, false)).toBe(54_000);
+    expect(roundDelayMs(60_000, 1, false)).toBe(66_000);
+    expect(roundDelayMs(60_000, 0.5, false)).toBe(60_000);
   });
 
-  it('jitters by +-10% and backs off failures 1x, 2x, 4x, 8x, capped', () => {
-    expect(nextDelayMs(60_000, 0, 0)).toBe(54_000);
-    expect(nextDelayMs(60_000, 0, 1)).toBe(66_000);
-    expect(nextDelayMs(60_000, 0, 0.5)).toBe(60_000);
-    const mid = (f: number, cap?: number) => nextDelayMs(60_000, f, 0.5, { maxBackoffMs: cap });
-    expect([1, 2, 3, 4, 5, 9].map((f) => mid(f, 3_600_000))).toEqual([
-      60_000, 120_000, 240_000, 480_000, 480_000, 480_000,
-    ]);
-    expect(mid(4)).toBe(480_000); // default cap 10 min
-    expect(mid(4, 100_000)).toBe(100_000);
-    expect(mid(4, 1000)).toBe(60_000); // never below the interval
+  it('backs failures off to 1, 2, 4, then every 8 rounds, within maxBackoffMs', () => {
+    expect([0, 1, 2, 3, 4, 5, 20].map((f) => backoffRounds(f, 60_000))).toEqual([0, 0, 1, 3, 7, 7, 7]);
+    expect(backoffRounds(4, 60_000, 240_000)).toBe(3); // at most 4 minutes apart
+    expect(backoffRounds(4, 60_000, 1000)).toBe(0); // a cap below the interval still probes each round
+    expect(backoffRounds(4, 10_000)).toBe(7);
   });
 });
 
@@ -139,11 +139,17 @@ describe('probe metrics', () => {
     metrics.record(card, 0, result(true, { tlsNotAfter: '2030-01-01T00:00:00.000Z' }));
     metrics.record(card, 1, result(false, { protocolBinding: 'my-custom-thing:v9' }));
     const text = await registry.metrics();
-    expect(text).toContain('agentcard_probe_success{namespace="ns",name="card",interface="0",binding="JSONRPC"} 1');
-    expect(text).toContain('agentcard_probe_success{namespace="ns",name="card",interface="1",binding="custom"} 0');
+    expect(text).toContain(
+      'agentcard_probe_success{namespace="ns",name="card",interface="0",binding="JSONRPC"} 1',
+    );
+    expect(text).toContain(
+      'agentcard_probe_success{namespace="ns",name="card",interface="1",binding="custom"} 0',
+    );
     expect(text).toContain('agentcard_probes_total{binding="JSONRPC",reason="Reachable"} 1');
     expect(text).toContain('agentcard_probes_total{binding="custom",reason="Timeout"} 1');
-    expect(text).toContain('agentcard_probe_tls_not_after_seconds{namespace="ns",name="card",interface="0"} 1893456000');
+    expect(text).toContain(
+      'agentcard_probe_tls_not_after_seconds{namespace="ns",name="card",interface="0"} 1893456000',
+    );
     for (const phase of ['dns', 'connect', 'tls', 'request']) {
       expect(text).toContain(`agentcard_probe_duration_seconds_count{binding="JSONRPC",phase="${phase}"} 1`);
     }
