@@ -28,11 +28,24 @@ export interface ProbeOptions {
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Headers that belong to the probe's own framing and protocol, not to credentials.
+const RESERVED = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'te',
+  'upgrade',
+]);
 
 /** Throws on a header that cannot be sent; the message names the header, never its value. */
 export function checkHeaders(headers: Record<string, string>): void {
   for (const [name, value] of Object.entries(headers)) {
     if (!TOKEN.test(name)) throw new Error(`header name '${name}' is not a valid HTTP token`);
+    if (RESERVED.has(name.toLowerCase()) || name.toLowerCase().startsWith('grpc-')) {
+      throw new Error(`header '${name}' is set by the probe itself`);
+    }
     if (/[\r\n\0]/.test(value)) throw new Error(`header '${name}' has a value with a line break or NUL`);
   }
 }

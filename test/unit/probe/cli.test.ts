@@ -173,6 +173,7 @@ describe('usage errors exit 2 with one line', () => {
     [['--url', 'http://x', '--binding', 'JSONRPC', '--timeout', 'soon'], /'soon' is not a duration/],
     [['--url', 'http://x', '--binding', 'JSONRPC', '--header', 'novalue'], /Name: value/],
     [['--url', 'http://x', '--binding', 'JSONRPC', '--header', 'Bad Name: v'], /not a valid HTTP token/],
+    [['--url', 'http://x', '--binding', 'JSONRPC', '--header', 'Host: evil'], /set by the probe itself/],
     [
       ['--url', 'http://x', '--binding', 'JSONRPC', '--allow-cidr', '10.0.0.0/40'],
       /--allow-cidr: '10.0.0.0\/40'/,
