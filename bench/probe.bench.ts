@@ -109,7 +109,6 @@ async function main(): Promise<void> {
   gc();
   const rssBefore = process.memoryUsage().rss;
   const heapBefore = process.memoryUsage().heapUsed;
-  const startedAt = Date.now();
   for (let c = 0; c < CARDS; c++) {
     const p = peerUrls[c % PEERS]!;
     const host = `agent-${c % HOSTS}.bench`;
@@ -190,7 +189,7 @@ function sleep(ms: number): Promise<void> {
 async function writeSection(section: string): Promise<void> {
   const file = new URL('../docs/BENCHMARKS.md', import.meta.url);
   await mkdir(new URL('../docs/', import.meta.url), { recursive: true });
-  let text = '';
+  let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch {

@@ -7,7 +7,7 @@ import { createAddressPolicy } from '../../../operator/probe/policy.ts';
 import { probeInterface } from '../../../operator/probe/probe.ts';
 import type { Resolver } from '../../../operator/probe/connect.ts';
 import type { ProbeTarget } from '../../../operator/probe/types.ts';
-import { type A2APeers, startA2APeers } from './support/a2a-peers.ts';
+import { type A2APeers, startA2APeers, startH2JsonRpcPeer } from './support/a2a-peers.ts';
 import { type TestCa, createTestCa } from './support/certs.ts';
 
 const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
@@ -153,6 +153,23 @@ describe('TLS peers', () => {
       expect(Date.parse(result.tlsNotAfter!)).toBeGreaterThan(Date.now());
       expect(result.phases.tlsMs).toBeGreaterThanOrEqual(0);
       expect(result.phases.dnsMs).toBeGreaterThanOrEqual(0);
+    }
+  });
+
+  it('speaks HTTP/2 to a TLS server that offers only h2 (ALPN)', async () => {
+    const h2 = await startH2JsonRpcPeer(await ca.issue({ dns: ['agent.test'] }), 'agent.test');
+    try {
+      const target = { url: h2.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+      const result = await probeInterface(target, { ...opts, resolver, ca: ca.cert });
+      expect(result).toMatchObject({ reachable: true, reason: 'Reachable' });
+      // And an h2-only server is not mistaken for gRPC.
+      const asGrpc = await probeInterface(
+        { ...target, protocolBinding: 'GRPC' },
+        { ...opts, resolver, ca: ca.cert },
+      );
+      expect(asGrpc).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
+    } finally {
+      await h2.close();
     }
   });
 

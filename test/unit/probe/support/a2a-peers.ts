@@ -4,12 +4,19 @@
  * tests and the probe benchmark; nothing here is a stand-in for the SDK.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import * as grpc from '@grpc/grpc-js';
 import type { AgentCard } from '@a2a-js/sdk';
-import { DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
+import {
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  JsonRpcTransportHandler,
+  ServerCallContext,
+  type AgentExecutor,
+} from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import { LegacyA2AService, legacyGrpcService } from '@a2a-js/sdk/compat/v0_3/server/grpc';
@@ -149,4 +156,39 @@ function grpcBearerInterceptor(token: string): grpc.ServerInterceptor {
         });
       },
     });
+}
+
+/**
+ * A JSON-RPC A2A 1.0 endpoint on an HTTP/2-only TLS server (no HTTP/1.1 fallback), answering
+ * through the SDK's JsonRpcTransportHandler: what a probe meets behind an h2-only proxy.
+ */
+export async function startH2JsonRpcPeer(
+  tls: { cert: string; key: string },
+  host: string,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http2.createSecureServer({ ...tls, allowHTTP1: false });
+  const handler = new DefaultRequestHandler(
+    card(`https://${host}`, `https://${host}`),
+    new InMemoryTaskStore(),
+    executor,
+  );
+  const transport = new JsonRpcTransportHandler(handler);
+  server.on('stream', (stream, headers) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', async () => {
+      const version = headers['a2a-version'];
+      const context = new ServerCallContext({
+        requestedVersion: typeof version === 'string' ? version : undefined,
+      });
+      const answer = await transport.handle(Buffer.concat(chunks).toString('utf8'), context);
+      stream.respond({ ':status': 200, 'content-type': 'application/json' });
+      stream.end(JSON.stringify(answer));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `https://${host}:${(server.address() as AddressInfo).port}/`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
