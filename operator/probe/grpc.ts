@@ -5,8 +5,7 @@
  */
 import http2 from 'node:http2';
 import type { ProbePlan } from './calls.ts';
-import type { Observation } from './classify.ts';
-import { PROBE_CODES } from './classify.ts';
+import { type Observation, PROBE_CODES } from './classify.ts';
 import { type Connection, ProbeFailure, openConnection } from './connect.ts';
 import { decodeStatusErrorInfo } from './grpc-wire.ts';
 import {

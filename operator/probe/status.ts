@@ -35,13 +35,19 @@ export const INTERFACES_REACHABLE = 'InterfacesReachable';
 export const DEFAULT_REFRESH_AFTER_MS = 10 * 60_000;
 
 export interface InterfacesStatusInput {
+  /**
+   * status.interfaces as last written to the API server (not the last computed value: when no
+   * write happens, keep passing what is stored, so the 10-minute refresh counts from the write).
+   */
   previous?: readonly InterfaceStatus[];
+  /** The InterfacesReachable condition as last written. */
   previousCondition?: Condition;
   /** Results in spec.card.supportedInterfaces order. */
   results: readonly ProbeResult[];
   now: Date;
   /** metadata.generation of the AgentCard the results belong to. */
   generation?: number;
+  /** Age of lastProbeTime that forces a write (default 10 minutes; Infinity: never). */
   refreshAfterMs?: number;
 }
 
