@@ -19,7 +19,7 @@ import type { CaOption, Resolver } from './connect.ts';
 import { ProbeLimiter, hostKey } from './limiter.ts';
 import { type ProbeMetrics, createProbeMetrics } from './metrics.ts';
 import type { AddressPolicy } from './policy.ts';
-import { probeInterface } from './probe.ts';
+import { checkHeaders, probeInterface } from './probe.ts';
 import type { ProbeResult, ProbeTarget } from './types.ts';
 
 export interface ProbeConfig {
@@ -212,7 +212,7 @@ export class ProbeScheduler {
     if (abort.signal.aborted || this.#entries.get(entry.key) !== entry) return;
     const first = entry.rounds === 0;
     entry.rounds++;
-    this.#opts.onResults(entry.key, entry.results as ProbeResult[]);
+    this.#opts.onResults(entry.key, [...(entry.results as ProbeResult[])]);
     // Nothing left to ask (all Unsupported, or no interfaces): no more rounds until a change.
     if (entry.skip.every((s) => s === Infinity)) return;
     this.#schedule(entry, roundDelayMs(config.intervalMs, this.#random(), first));
@@ -235,11 +235,20 @@ export class ProbeScheduler {
         phases: {},
       };
     }
+    let headers: Record<string, string> | undefined;
+    try {
+      headers = config.headersFor?.(target.url);
+      if (headers) checkHeaders(headers);
+    } catch (err) {
+      // Credentials that cannot be sent leave the binding unproven, like a missing token.
+      const message = `probe credentials not usable: ${describeError(err)}`;
+      return { ...base, reachable: false, reason: 'Unauthenticated', message, latencyMs: 0, phases: {} };
+    }
     try {
       return await probeInterface(target, {
         timeoutMs: config.timeoutMs,
         policy: this.#opts.policy,
-        headers: config.headersFor?.(target.url),
+        headers,
         signal: abort.signal,
         resolver: this.#opts.resolver,
         ca: this.#opts.ca,

@@ -122,6 +122,24 @@ describe('ProbeScheduler', () => {
     expect(seen.find((s) => s.path.startsWith('/rest'))!.auth).toBeUndefined();
   });
 
+  it('reports unusable credentials as Unauthenticated without sending the probe', async () => {
+    const c = collector();
+    scheduler = new ProbeScheduler({ policy, onResults: c.onResults });
+    const before = authed.seen.length;
+    scheduler.upsert('ns/badcred', {
+      interfaces: [{ url: authed.jsonrpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      intervalMs: 60_000,
+      timeoutMs: 2000,
+      headersFor: (url) => credentialHeaders(url, [{ url, type: 'bearer', value: 'two\nlines' }]),
+    });
+    await c.until('ns/badcred', 1);
+    const [result] = c.calls.get('ns/badcred')![0]!;
+    expect(result).toMatchObject({ reachable: false, reason: 'Unauthenticated' });
+    expect(result!.message).toMatch(/credentials not usable: .*line break/);
+    expect(result!.message).not.toContain('two');
+    expect(authed.seen.length).toBe(before);
+  });
+
   it('backs off a failing interface while healthy ones keep their interval', async () => {
     const c = collector();
     const registry = new Registry();
