@@ -45,12 +45,22 @@ export function parseIp(text: string): Uint8Array | undefined {
   return bytes;
 }
 
-/** Formats 4 or 16 bytes as an address (IPv6 without zero compression, lower case). */
+/** Formats 4 or 16 bytes as an address (IPv6 in the RFC 5952 canonical text form). */
 export function formatIp(bytes: Uint8Array): string {
   if (bytes.length === 4) return Array.from(bytes).join('.');
-  const words: string[] = [];
-  for (let i = 0; i < 16; i += 2) words.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
-  return words.join(':');
+  const words: number[] = [];
+  for (let i = 0; i < 16; i += 2) words.push((bytes[i]! << 8) | bytes[i + 1]!);
+  // The longest run of two or more zero words (the first one on a tie) becomes '::'.
+  let best = { start: -1, len: 1 };
+  for (let i = 0; i < 8;) {
+    let j = i;
+    while (j < 8 && words[j] === 0) j++;
+    if (j - i > best.len) best = { start: i, len: j - i };
+    i = j > i ? j : i + 1;
+  }
+  const hex = (ws: number[]) => ws.map((w) => w.toString(16)).join(':');
+  if (best.start < 0) return hex(words);
+  return `${hex(words.slice(0, best.start))}::${hex(words.slice(best.start + best.len))}`;
 }
 
 /** Parses `a.b.c.d/n` or `x::/n` (a bare address is a /32 or /128). Throws on bad input. */

@@ -5,13 +5,17 @@ import { createAddressPolicy } from '../../../operator/probe/policy.ts';
 describe('ip parsing', () => {
   it('parses IPv4, IPv6 (compressed, full, embedded dotted quad, bracketed, zoned)', () => {
     expect(Array.from(parseIp('10.1.2.3')!)).toEqual([10, 1, 2, 3]);
-    expect(formatIp(parseIp('::1')!)).toBe('0:0:0:0:0:0:0:1');
-    expect(formatIp(parseIp('fd00:ec2::254')!)).toBe('fd00:ec2:0:0:0:0:0:254');
-    expect(formatIp(parseIp('2001:db8:0:0:1:0:0:1')!)).toBe('2001:db8:0:0:1:0:0:1');
-    expect(formatIp(parseIp('::ffff:169.254.169.254')!)).toBe('0:0:0:0:0:ffff:a9fe:a9fe');
-    expect(formatIp(parseIp('[fe80::1]')!)).toBe('fe80:0:0:0:0:0:0:1');
-    expect(formatIp(parseIp('fe80::1%eth0')!)).toBe('fe80:0:0:0:0:0:0:1');
-    expect(formatIp(parseIp('1::')!)).toBe('1:0:0:0:0:0:0:0');
+    expect(formatIp(parseIp('::1')!)).toBe('::1');
+    expect(formatIp(parseIp('::')!)).toBe('::');
+    expect(formatIp(parseIp('FD00:0EC2:0:0:0:0:0:0254')!)).toBe('fd00:ec2::254');
+    // RFC 5952: the longest zero run is compressed, the first on a tie, never a single word.
+    expect(formatIp(parseIp('2001:db8:0:0:1:0:0:1')!)).toBe('2001:db8::1:0:0:1');
+    expect(formatIp(parseIp('2001:db8:0:1:1:1:1:1')!)).toBe('2001:db8:0:1:1:1:1:1');
+    expect(formatIp(parseIp('1:0:0:2:0:0:0:3')!)).toBe('1:0:0:2::3');
+    expect(formatIp(parseIp('::ffff:169.254.169.254')!)).toBe('::ffff:a9fe:a9fe');
+    expect(formatIp(parseIp('[fe80::1]')!)).toBe('fe80::1');
+    expect(formatIp(parseIp('fe80::1%eth0')!)).toBe('fe80::1');
+    expect(formatIp(parseIp('1::')!)).toBe('1::');
     for (const bad of ['', 'localhost', '1.2.3', '256.1.1.1', '::g', '1:2:3:4:5:6:7:8:9']) {
       expect(parseIp(bad), bad).toBeUndefined();
     }
@@ -20,7 +24,7 @@ describe('ip parsing', () => {
   it('parses CIDRs canonically and rejects bad ones', () => {
     expect(parseCidr('10.1.2.3/8').text).toBe('10.0.0.0/8');
     expect(parseCidr('127.0.0.1').text).toBe('127.0.0.1/32');
-    expect(parseCidr('fd00::1/8').text).toBe('fd00:0:0:0:0:0:0:0/8');
+    expect(parseCidr('fd00::1/8').text).toBe('fd00::/8');
     expect(parseCidr('0.0.0.0/0').prefix).toBe(0);
     for (const bad of ['10.0.0.0/33', '::/129', '10.0.0.0/x', 'foo/8', '10.0.0.0/8/1', '10.0.0.0/-1']) {
       expect(() => parseCidr(bad), bad).toThrow(/is not a CIDR/);
