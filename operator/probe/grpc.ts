@@ -49,7 +49,13 @@ export async function grpcExchange(plan: GrpcPlan, opts: ExchangeOptions): Promi
       connection.socket.destroy();
       throw new ProbeFailure(PROBE_CODES.notH2, 'TLS peer did not agree on h2 by ALPN');
     }
-    out.observation = await unaryCall(plan, connection, secure, opts);
+    let callOpts = opts;
+    if (endpoint.scheme === 'bare' && !secure && Object.keys(opts.headers).length) {
+      // The URL did not ask for cleartext: credentials are not sent over it.
+      callOpts = { ...opts, headers: {} };
+      out.note = 'credentials withheld: no TLS on a bare host:port';
+    }
+    out.observation = await unaryCall(plan, connection, secure, callOpts);
   } catch (err) {
     out.observation = failureObservation(err, opts.signal);
     if (err instanceof ProbeFailure && err.tlsNotAfter) out.tlsNotAfter = err.tlsNotAfter;

@@ -18,6 +18,8 @@ export interface ExchangeResult {
   tlsNotAfter?: string;
   /** When the connection was ready (performance.now()), to time the request phase. */
   readyAt?: number;
+  /** Something the verdict's message should mention (e.g. credentials withheld). */
+  note?: string;
 }
 
 export type ExchangeOptions = Omit<ConnectOptions, 'tls'> & {

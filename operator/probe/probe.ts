@@ -96,6 +96,7 @@ export async function probeInterface(target: ProbeTarget, opts: ProbeOptions): P
     phases.requestMs = Math.round((end - exchange.readyAt) * 100) / 100;
   }
   const verdict = classify(plan.expect, exchange.observation);
+  if (exchange.note) verdict.message += ` (${exchange.note})`;
   const result: ProbeResult = { ...base, ...verdict, latencyMs: round(end - start), phases };
   if (exchange.tlsNotAfter) result.tlsNotAfter = exchange.tlsNotAfter;
   return result;

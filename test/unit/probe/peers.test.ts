@@ -82,11 +82,31 @@ describe('real @a2a-js/sdk peers', () => {
 
   it('proves every binding of an authenticated agent when given its bearer token', async () => {
     const headers = { Authorization: `Bearer ${TOKEN}` };
-    for (const target of [...targets(authed), ...targets(authed, 'team-b').slice(0, 4)]) {
+    const cleartextBare = (t: ProbeTarget) => t.url === authed.grpcBare;
+    for (const target of [...targets(authed), ...targets(authed, 'team-b').slice(0, 4)].filter(
+      (t) => !cleartextBare(t),
+    )) {
       const result = await probeInterface(target, { ...opts, headers });
       expect(result, label(target)).toMatchObject({ reachable: true, reason: 'Reachable' });
       expect(result.message).not.toContain(TOKEN);
     }
+  });
+
+  it('does not send credentials in cleartext to a bare host:port that has no TLS', async () => {
+    const headers = { Authorization: `Bearer ${TOKEN}` };
+    const result = await probeInterface(
+      { url: authed.grpcBare, protocolBinding: 'GRPC', protocolVersion: '1.0' },
+      { ...opts, headers },
+    );
+    expect(result).toMatchObject({ reachable: false, reason: 'Unauthenticated' });
+    // The peer accepts the token, so Unauthenticated proves it was not sent.
+    expect(result.message).toMatch(/credentials withheld/);
+    // With an explicit http:// the owner asked for cleartext, and gets it.
+    const explicit = await probeInterface(
+      { url: authed.grpc, protocolBinding: 'GRPC', protocolVersion: '1.0' },
+      { ...opts, headers },
+    );
+    expect(explicit.reason).toBe('Reachable');
   });
 
   it('tells a binding declared at the wrong URL or version apart from a reachable one', async () => {
