@@ -1,0 +1,73 @@
+/**
+ * Validation of a card or of a whole AgentCard spec: the strict schema (unknown fields are
+ * errors, with their path), credential detection (always errors) and lint (warnings, or errors
+ * with `strict`). A card is returned only when there is no error.
+ */
+import { findCredentials } from './credentials.ts';
+import { lintCard } from './lint.ts';
+import { hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
+import { renderV1 } from './render.ts';
+import { AgentCardSpecSchema, type AgentCardSpec } from './resource.ts';
+import { AgentCardInputSchema, LEGACY_FIELDS, type AgentCard, type AgentCardInput } from './schema.ts';
+
+export type { Problem } from './problem.ts';
+export type ValidateOptions = { strict?: boolean };
+
+/** The v1.0 card of an input: the pre-1.0 fields removed (rendering ignores them anyway). */
+export function toAgentCard(input: AgentCardInput): AgentCard {
+  const card: Record<string, unknown> = { ...input };
+  for (const field of Object.keys(LEGACY_FIELDS)) {
+    const [head, tail] = field.split('.') as [string, string | undefined];
+    if (tail === undefined) {
+      delete card[head];
+    } else if (card[head] && typeof card[head] === 'object') {
+      const { [tail]: _dropped, ...rest } = card[head] as Record<string, unknown>;
+      card[head] = rest;
+    }
+  }
+  return card as AgentCard;
+}
+
+function finish(problems: Problem[], opts: ValidateOptions): Problem[] {
+  if (!opts.strict) return problems;
+  return problems.map((p) => (p.severity === 'warning' ? { ...p, severity: 'error' } : p));
+}
+
+function checkCard(
+  input: unknown,
+  parsed: AgentCardInput | undefined,
+  prefix: PathSegment[],
+): { card?: AgentCard; problems: Problem[] } {
+  const problems = findCredentials(input, prefix);
+  if (!parsed) return { problems };
+  const card = toAgentCard(parsed);
+  problems.push(...lintCard(parsed, renderV1(card), prefix));
+  return { card, problems };
+}
+
+/** Validates a bare card (a JSON object as served, `signatures` allowed). */
+export function validateCard(
+  input: unknown,
+  opts: ValidateOptions = {},
+): { card?: AgentCard; problems: Problem[] } {
+  const result = AgentCardInputSchema.safeParse(input);
+  const problems = result.success ? [] : problemsFromZod(result.error);
+  const checked = checkCard(input, result.data, []);
+  problems.push(...checked.problems);
+  const all = finish(problems, opts);
+  return hasErrors(all) ? { problems: all } : { card: checked.card, problems: all };
+}
+
+/** Validates the spec of an AgentCard resource; paths start with `spec.`. */
+export function validateSpec(
+  spec: unknown,
+  opts: ValidateOptions = {},
+): { spec?: AgentCardSpec; card?: AgentCard; problems: Problem[] } {
+  const result = AgentCardSpecSchema.safeParse(spec);
+  const problems = result.success ? [] : problemsFromZod(result.error, ['spec']);
+  const rawCard = spec && typeof spec === 'object' ? (spec as Record<string, unknown>).card : undefined;
+  const checked = checkCard(rawCard, result.data?.card, ['spec', 'card']);
+  problems.push(...checked.problems);
+  const all = finish(problems, opts);
+  return hasErrors(all) ? { problems: all } : { spec: result.data, card: checked.card, problems: all };
+}
