@@ -6,7 +6,7 @@
  *
  * Error messages name the problem but never carry key material.
  */
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { inspect } from 'node:util';
 import * as jose from 'jose';
 import { UserError } from '../errors.ts';
@@ -24,7 +24,7 @@ export type SigningKey = {
   readonly publicJwk: JWK;
 };
 
-const privateKeys = new WeakMap<SigningKey, CryptoKey>();
+const privateKeys = new WeakMap<SigningKey, jose.CryptoKey>();
 
 /** The key type each algorithm needs (RFC 7518 section 3, RFC 8037). */
 const KEY_TYPE_FOR_ALG: Record<SigningAlg, string> = {
@@ -160,7 +160,7 @@ export async function importSigningKey(
     opts.kid ??
     (typeof jwk?.kid === 'string' && jwk.kid ? jwk.kid : undefined) ??
     (await jose.calculateJwkThumbprint(publicParts));
-  const cryptoKey = (await jose.importJWK(key.export({ format: 'jwk' }) as JWK, alg)) as CryptoKey;
+  const cryptoKey = (await jose.importJWK(key.export({ format: 'jwk' }) as JWK, alg)) as jose.CryptoKey;
 
   const signingKey: SigningKey = Object.freeze({
     kid,
