@@ -35,9 +35,19 @@ export function credentialKind(text: string): string | undefined {
   return undefined;
 }
 
-/** Finds credentials anywhere in a JSON value (keys included), skipping `signatures`. */
-export function findCredentials(value: unknown, prefix: readonly PathSegment[] = []): Problem[] {
+export const REDACTED = '<redacted>';
+
+/**
+ * Finds credentials anywhere in a JSON value (keys included), skipping `signatures`. Object keys
+ * that look like credentials are listed in `secretKeys` so that callers can redact them from
+ * every path they report; the findings' own paths are already redacted.
+ */
+export function findCredentials(
+  value: unknown,
+  prefix: readonly PathSegment[] = [],
+): { problems: Problem[]; secretKeys: string[] } {
   const problems: Problem[] = [];
+  const secretKeys: string[] = [];
   const report = (path: PathSegment[], kind: string) =>
     problems.push({
       path: formatPath(path) || '(root)',
@@ -58,11 +68,14 @@ export function findCredentials(value: unknown, prefix: readonly PathSegment[] =
       for (const [key, child] of Object.entries(obj)) {
         if (depth === 0 && key === 'signatures') continue;
         const kind = credentialKind(key);
-        if (kind) report([...path, key], kind);
-        walk(child, [...path, key], depth + 1);
+        if (kind) {
+          secretKeys.push(key);
+          report([...path, REDACTED], kind);
+        }
+        walk(child, [...path, kind ? REDACTED : key], depth + 1);
       }
     }
   };
   walk(value, [...prefix], 0);
-  return problems;
+  return { problems, secretKeys };
 }

@@ -19,7 +19,8 @@ export const LIMITS = {
   extensions: 64,
 } as const;
 
-const url = (what: string) => z.url({ error: 'must be an absolute URL' }).describe(what);
+const url = (what: string) =>
+  z.url({ error: (issue) => (issue.code === 'invalid_format' ? 'must be an absolute URL' : undefined) }).describe(what);
 
 /** Helper: "exactly one of these keys is set" for the protobuf `oneof` unions. */
 function exactlyOne(keys: readonly string[], what: string) {

@@ -3,7 +3,7 @@
  * errors, with their path), credential detection (always errors) and lint (warnings, or errors
  * with `strict`). A card is returned only when there is no error.
  */
-import { findCredentials } from './credentials.ts';
+import { findCredentials, REDACTED } from './credentials.ts';
 import { lintCard } from './lint.ts';
 import { hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
 import { renderV1 } from './render.ts';
@@ -28,21 +28,26 @@ export function toAgentCard(input: AgentCardInput): AgentCard {
   return card as AgentCard;
 }
 
-function finish(problems: Problem[], opts: ValidateOptions): Problem[] {
-  if (!opts.strict) return problems;
-  return problems.map((p) => (p.severity === 'warning' ? { ...p, severity: 'error' } : p));
+/** Applies --strict, and keeps object keys that look like credentials out of every path. */
+function finish(problems: Problem[], secretKeys: string[], opts: ValidateOptions): Problem[] {
+  const redact = (text: string) => secretKeys.reduce((t, key) => t.split(key).join(REDACTED), text);
+  return problems.map((p) => ({
+    path: secretKeys.length ? redact(p.path) : p.path,
+    message: secretKeys.length ? redact(p.message) : p.message,
+    severity: opts.strict ? 'error' : p.severity,
+  }));
 }
 
 function checkCard(
   input: unknown,
   parsed: AgentCardInput | undefined,
   prefix: PathSegment[],
-): { card?: AgentCard; problems: Problem[] } {
-  const problems = findCredentials(input, prefix);
-  if (!parsed) return { problems };
+): { card?: AgentCard; problems: Problem[]; secretKeys: string[] } {
+  const { problems, secretKeys } = findCredentials(input, prefix);
+  if (!parsed) return { problems, secretKeys };
   const card = toAgentCard(parsed);
   problems.push(...lintCard(parsed, renderV1(card), prefix));
-  return { card, problems };
+  return { card, problems, secretKeys };
 }
 
 /** Validates a bare card (a JSON object as served, `signatures` allowed). */
@@ -54,7 +59,7 @@ export function validateCard(
   const problems = result.success ? [] : problemsFromZod(result.error);
   const checked = checkCard(input, result.data, []);
   problems.push(...checked.problems);
-  const all = finish(problems, opts);
+  const all = finish(problems, checked.secretKeys, opts);
   return hasErrors(all) ? { problems: all } : { card: checked.card, problems: all };
 }
 
@@ -68,6 +73,6 @@ export function validateSpec(
   const rawCard = spec && typeof spec === 'object' ? (spec as Record<string, unknown>).card : undefined;
   const checked = checkCard(rawCard, result.data?.card, ['spec', 'card']);
   problems.push(...checked.problems);
-  const all = finish(problems, opts);
+  const all = finish(problems, checked.secretKeys, opts);
   return hasErrors(all) ? { problems: all } : { spec: result.data, card: checked.card, problems: all };
 }
