@@ -10,7 +10,9 @@ import { sharedPath } from './fixtures.ts';
 
 const GOOGLE = new Set(['Struct', 'Timestamp', 'Value']);
 const schemaId = (title: string) =>
-  GOOGLE.has(title) ? `google.protobuf.${title}.jsonschema.json` : `lf.a2a.v1.${title.replace(/ /g, '')}.jsonschema.json`;
+  GOOGLE.has(title)
+    ? `google.protobuf.${title}.jsonschema.json`
+    : `lf.a2a.v1.${title.replace(/ /g, '')}.jsonschema.json`;
 
 export function agentCardValidator() {
   const bundle = JSON.parse(readFileSync(sharedPath('conformance/a2a.schema.json'), 'utf8')) as {
@@ -28,7 +30,16 @@ export function agentCardValidator() {
 
 /** Fields the specification marks REQUIRED, per message (spec section 4.4). */
 const REQUIRED = {
-  card: ['name', 'description', 'supportedInterfaces', 'version', 'capabilities', 'defaultInputModes', 'defaultOutputModes', 'skills'],
+  card: [
+    'name',
+    'description',
+    'supportedInterfaces',
+    'version',
+    'capabilities',
+    'defaultInputModes',
+    'defaultOutputModes',
+    'skills',
+  ],
   interface: ['url', 'protocolBinding', 'protocolVersion'],
   provider: ['url', 'organization'],
   skill: ['id', 'name', 'description', 'tags'],
@@ -51,15 +62,20 @@ export function missingRequired(card: Obj): string[] {
     for (const f of fields) if (!obj || typeof obj !== 'object' || !(f in obj)) missing.push(`${path}.${f}`);
   };
   need(card, REQUIRED.card, '$');
-  ((card.supportedInterfaces as Obj[]) ?? []).forEach((i, n) => need(i, REQUIRED.interface, `$.supportedInterfaces[${n}]`));
+  ((card.supportedInterfaces as Obj[]) ?? []).forEach((i, n) =>
+    need(i, REQUIRED.interface, `$.supportedInterfaces[${n}]`),
+  );
   if (card.provider) need(card.provider, REQUIRED.provider, '$.provider');
   ((card.skills as Obj[]) ?? []).forEach((s, n) => need(s, REQUIRED.skill, `$.skills[${n}]`));
   ((card.signatures as Obj[]) ?? []).forEach((s, n) => need(s, REQUIRED.signature, `$.signatures[${n}]`));
   for (const [name, scheme] of Object.entries((card.securitySchemes as Record<string, Obj>) ?? {})) {
     const at = `$.securitySchemes.${name}`;
-    if (scheme.apiKeySecurityScheme) need(scheme.apiKeySecurityScheme, REQUIRED.apiKey, `${at}.apiKeySecurityScheme`);
-    if (scheme.httpAuthSecurityScheme) need(scheme.httpAuthSecurityScheme, REQUIRED.http, `${at}.httpAuthSecurityScheme`);
-    if (scheme.openIdConnectSecurityScheme) need(scheme.openIdConnectSecurityScheme, REQUIRED.oidc, `${at}.openIdConnectSecurityScheme`);
+    if (scheme.apiKeySecurityScheme)
+      need(scheme.apiKeySecurityScheme, REQUIRED.apiKey, `${at}.apiKeySecurityScheme`);
+    if (scheme.httpAuthSecurityScheme)
+      need(scheme.httpAuthSecurityScheme, REQUIRED.http, `${at}.httpAuthSecurityScheme`);
+    if (scheme.openIdConnectSecurityScheme)
+      need(scheme.openIdConnectSecurityScheme, REQUIRED.oidc, `${at}.openIdConnectSecurityScheme`);
     const oauth = scheme.oauth2SecurityScheme as Obj | undefined;
     if (oauth) {
       need(oauth, REQUIRED.oauth2, `${at}.oauth2SecurityScheme`);

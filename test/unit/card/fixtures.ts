@@ -5,19 +5,29 @@ import { fileURLToPath } from 'node:url';
 /** The repository root. */
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 /** A path in the shared data that sits next to the checkout (../shared). */
-export const sharedPath = (rel: string): string => fileURLToPath(new URL(`../../../../shared/${rel}`, import.meta.url));
+export const sharedPath = (rel: string): string =>
+  fileURLToPath(new URL(`../../../../shared/${rel}`, import.meta.url));
 
 /** A small valid card with no empty values. */
 export function minimalCard(): Record<string, unknown> {
   return {
     name: 'Recipe Agent',
     description: 'Finds recipes and answers cooking questions.',
-    supportedInterfaces: [{ url: 'https://recipes.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    supportedInterfaces: [
+      { url: 'https://recipes.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
     version: '1.0.0',
     capabilities: { streaming: false },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'find-recipe', name: 'Find recipe', description: 'Finds a recipe by ingredients.', tags: ['cooking'] }],
+    skills: [
+      {
+        id: 'find-recipe',
+        name: 'Find recipe',
+        description: 'Finds a recipe by ingredients.',
+        tags: ['cooking'],
+      },
+    ],
   };
 }
 
@@ -28,7 +38,12 @@ export function fullCard(): Record<string, unknown> {
     description: 'Plans routes with live traffic, analyses traffic and renders custom maps.',
     supportedInterfaces: [
       { url: 'https://geo.example.com/a2a/v1', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-      { url: 'https://geo.example.com/a2a/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: 'eu' },
+      {
+        url: 'https://geo.example.com/a2a/rest',
+        protocolBinding: 'HTTP+JSON',
+        protocolVersion: '1.0',
+        tenant: 'eu',
+      },
       { url: 'https://grpc.geo.example.com', protocolBinding: 'GRPC', protocolVersion: '1.0' },
       { url: 'https://geo.example.com/a2a/legacy', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ],
@@ -44,7 +59,12 @@ export function fullCard(): Record<string, unknown> {
           uri: 'https://example.com/ext/geo/v1',
           description: 'Geo hints',
           required: true,
-          params: { precision: 0.5, units: 'metric', layers: ['traffic', 'tolls'], nested: { on: true, n: 3 } },
+          params: {
+            precision: 0.5,
+            units: 'metric',
+            layers: ['traffic', 'tolls'],
+            nested: { on: true, n: 3 },
+          },
         },
       ],
     },
@@ -68,7 +88,12 @@ export function fullCard(): Record<string, unknown> {
       },
       oauthClient: {
         oauth2SecurityScheme: {
-          flows: { clientCredentials: { tokenUrl: 'https://auth.example.com/token', scopes: { 'agent.invoke': 'Invoke' } } },
+          flows: {
+            clientCredentials: {
+              tokenUrl: 'https://auth.example.com/token',
+              scopes: { 'agent.invoke': 'Invoke' },
+            },
+          },
         },
       },
       oauthDevice: {
@@ -84,11 +109,15 @@ export function fullCard(): Record<string, unknown> {
       },
       oauthImplicit: {
         oauth2SecurityScheme: {
-          flows: { implicit: { authorizationUrl: 'https://auth.example.com/authorize', scopes: { read: 'Read' } } },
+          flows: {
+            implicit: { authorizationUrl: 'https://auth.example.com/authorize', scopes: { read: 'Read' } },
+          },
         },
       },
       oauthPassword: {
-        oauth2SecurityScheme: { flows: { password: { tokenUrl: 'https://auth.example.com/token', scopes: { read: 'Read' } } } },
+        oauth2SecurityScheme: {
+          flows: { password: { tokenUrl: 'https://auth.example.com/token', scopes: { read: 'Read' } } },
+        },
       },
       oidc: {
         openIdConnectSecurityScheme: {
@@ -145,7 +174,8 @@ export function extractJsonObject(text: string, marker: string): Record<string, 
       else if (c === '"') inString = false;
     } else if (c === '"') inString = true;
     else if (c === '{') depth++;
-    else if (c === '}' && --depth === 0) return JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>;
+    else if (c === '}' && --depth === 0)
+      return JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>;
   }
   throw new Error('unbalanced JSON object');
 }
@@ -154,7 +184,11 @@ export const vectors = () =>
   JSON.parse(readFileSync(sharedPath('conformance/card-signing-vectors.json'), 'utf8')) as {
     public_jwk: Record<string, string>;
     private_jwk: Record<string, string>;
-    canonicalization_cases: { id: string; agent_card: Record<string, unknown>; expected_jcs_payload: string }[];
+    canonicalization_cases: {
+      id: string;
+      agent_card: Record<string, unknown>;
+      expected_jcs_payload: string;
+    }[];
     signing_cases: {
       id: string;
       agent_card: Record<string, unknown>;

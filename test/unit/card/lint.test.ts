@@ -18,7 +18,11 @@ describe('lint warnings', () => {
 
   it('warns about non-https interface URLs', () => {
     const card: Card = minimalCard();
-    card.supportedInterfaces.push({ url: 'http://recipes.example.com/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' });
+    card.supportedInterfaces.push({
+      url: 'http://recipes.example.com/rest',
+      protocolBinding: 'HTTP+JSON',
+      protocolVersion: '1.0',
+    });
     expect(lintOf(card)['supportedInterfaces[1].url']).toMatch(/^warning: not an https URL/);
   });
 
@@ -29,11 +33,15 @@ describe('lint warnings', () => {
     for (const name of ['Recipe Agent', 'GeoSpatial Route Planner', 'Klantenondersteuningsagent']) {
       expect(isGenericName(name), name).toBe(false);
     }
-    expect(lintOf({ ...minimalCard(), name: 'AI Assistant' }).name).toMatch(/^warning: "AI Assistant" is a generic name/);
+    expect(lintOf({ ...minimalCard(), name: 'AI Assistant' }).name).toMatch(
+      /^warning: "AI Assistant" is a generic name/,
+    );
   });
 
   it('warns about a description under 20 characters', () => {
-    expect(lintOf({ ...minimalCard(), description: 'Cooks things.' }).description).toMatch(/shorter than 20 characters/);
+    expect(lintOf({ ...minimalCard(), description: 'Cooks things.' }).description).toMatch(
+      /shorter than 20 characters/,
+    );
     expect(lintOf({ ...minimalCard(), description: 'Cooks things for you.' }).description).toBeUndefined();
   });
 
@@ -60,12 +68,18 @@ describe('lint warnings', () => {
 
   it('warns about an oauth2MetadataUrl (and other authorization URLs) without TLS', () => {
     const card: Card = fullCard();
-    card.securitySchemes.oauthCode.oauth2SecurityScheme.oauth2MetadataUrl = 'http://auth.example.com/.well-known/x';
-    card.securitySchemes.oauthClient.oauth2SecurityScheme.flows.clientCredentials.tokenUrl = 'http://auth.example.com/t';
+    card.securitySchemes.oauthCode.oauth2SecurityScheme.oauth2MetadataUrl =
+      'http://auth.example.com/.well-known/x';
+    card.securitySchemes.oauthClient.oauth2SecurityScheme.flows.clientCredentials.tokenUrl =
+      'http://auth.example.com/t';
     card.securitySchemes.oidc.openIdConnectSecurityScheme.openIdConnectUrl = 'http://accounts.example.com/x';
     const lint = lintOf(card);
-    expect(lint['securitySchemes.oauthCode.oauth2SecurityScheme.oauth2MetadataUrl']).toMatch(/^warning: .*TLS/);
-    expect(lint['securitySchemes.oauthClient.oauth2SecurityScheme.flows.clientCredentials.tokenUrl']).toMatch(/TLS/);
+    expect(lint['securitySchemes.oauthCode.oauth2SecurityScheme.oauth2MetadataUrl']).toMatch(
+      /^warning: .*TLS/,
+    );
+    expect(lint['securitySchemes.oauthClient.oauth2SecurityScheme.flows.clientCredentials.tokenUrl']).toMatch(
+      /TLS/,
+    );
     expect(lint['securitySchemes.oidc.openIdConnectSecurityScheme.openIdConnectUrl']).toMatch(/TLS/);
   });
 
@@ -77,7 +91,9 @@ describe('lint warnings', () => {
     card.defaultOutputModes = [];
     card.securitySchemes = {
       mtls: { mtlsSecurityScheme: {} },
-      cc: { oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: 'https://t.example', scopes: {} } } } },
+      cc: {
+        oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: 'https://t.example', scopes: {} } } },
+      },
     };
     card.securityRequirements = [{ schemes: { mtls: { list: [] } } }];
     const empty = warnings(card)
@@ -114,7 +130,10 @@ describe('credential detection (always an error)', () => {
   const secrets: [string, string][] = [
     ['-----BEGIN PRIVATE KEY-----\nMIIEvQ...\n-----END PRIVATE KEY-----', 'private key'],
     ['-----BEGIN EC PRIVATE KEY-----', 'private key'],
-    ['eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U', 'JSON Web Token'],
+    [
+      'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
+      'JSON Web Token',
+    ],
     ['Authorization: Bearer 8f2a9c4e1b7d6f3a0e5c9b2d4f6a8c1e', 'bearer token'],
     ['sk-proj-abcdefghijklmnopqrstuvwxyz0123456789', 'sk-'],
     ['sk_live_51H8abcdefghijklmnop', 'Stripe'],
@@ -151,7 +170,10 @@ describe('credential detection (always an error)', () => {
     const card: Card = minimalCard();
     card.skills[0].examples = [`clone with ${secret}`];
     card.capabilities.extensions = [
-      { uri: 'https://x.example/ext', params: { [secret]: '', jwk: { kty: 'EC', crv: 'P-256', d: 'abc', x: 'x', y: 'y' } } },
+      {
+        uri: 'https://x.example/ext',
+        params: { [secret]: '', jwk: { kty: 'EC', crv: 'P-256', d: 'abc', x: 'x', y: 'y' } },
+      },
     ];
     const r = validateCard(card);
     expect(r.card).toBeUndefined();
@@ -164,7 +186,8 @@ describe('credential detection (always an error)', () => {
       ].sort(),
     );
     for (const p of found) expect(p.message).toMatch(/^looks like .*; a card is public/);
-    for (const p of r.problems) expect(JSON.stringify(p)).not.toContain('abcdefghijklmnopqrstuvwxyz0123456789');
+    for (const p of r.problems)
+      expect(JSON.stringify(p)).not.toContain('abcdefghijklmnopqrstuvwxyz0123456789');
   });
 
   it('still finds credentials in a card that fails the schema', () => {

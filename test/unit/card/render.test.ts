@@ -31,7 +31,12 @@ describe('renderV1', () => {
   });
 
   it('keeps required fields even when empty', () => {
-    const input: Record<string, any> = { ...minimalCard(), description: '', skills: [], defaultInputModes: [] };
+    const input: Record<string, any> = {
+      ...minimalCard(),
+      description: '',
+      skills: [],
+      defaultInputModes: [],
+    };
     input.capabilities = {};
     const rendered = renderV1(valid(input));
     expect(rendered.description).toBe('');
@@ -54,7 +59,11 @@ describe('renderV1', () => {
         iconUrl: 'https://example.com/i.png',
       }),
     );
-    expect(set.capabilities).toEqual({ streaming: false, pushNotifications: false, extendedAgentCard: false });
+    expect(set.capabilities).toEqual({
+      streaming: false,
+      pushNotifications: false,
+      extendedAgentCard: false,
+    });
     expect(set.documentationUrl).toBe('https://docs.example.com');
     expect(set.iconUrl).toBe('https://example.com/i.png');
   });
@@ -62,7 +71,13 @@ describe('renderV1', () => {
   it('omits other fields that hold their default', () => {
     const input: Record<string, any> = minimalCard();
     input.supportedInterfaces[0].tenant = '';
-    input.skills[0] = { ...input.skills[0], examples: [], inputModes: [], outputModes: [], securityRequirements: [] };
+    input.skills[0] = {
+      ...input.skills[0],
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    };
     input.securitySchemes = {
       key: { apiKeySecurityScheme: { description: '', location: 'header', name: 'X-Key' } },
       code: {
@@ -80,7 +95,10 @@ describe('renderV1', () => {
       },
     };
     input.securityRequirements = [];
-    input.capabilities = { streaming: true, extensions: [{ uri: 'https://x.example/e', description: '', required: false }] };
+    input.capabilities = {
+      streaming: true,
+      extensions: [{ uri: 'https://x.example/e', description: '', required: false }],
+    };
     const rendered = renderV1(valid(input)) as Record<string, any>;
     expect(rendered.supportedInterfaces[0]).toEqual({
       url: 'https://recipes.example.com/a2a',
@@ -88,14 +106,20 @@ describe('renderV1', () => {
       protocolVersion: '1.0',
     });
     expect(Object.keys(rendered.skills[0])).toEqual(['id', 'name', 'description', 'tags']);
-    expect(rendered.securitySchemes.key).toEqual({ apiKeySecurityScheme: { location: 'header', name: 'X-Key' } });
-    expect(rendered.securitySchemes.code.oauth2SecurityScheme.flows.authorizationCode).not.toHaveProperty('pkceRequired');
+    expect(rendered.securitySchemes.key).toEqual({
+      apiKeySecurityScheme: { location: 'header', name: 'X-Key' },
+    });
+    expect(rendered.securitySchemes.code.oauth2SecurityScheme.flows.authorizationCode).not.toHaveProperty(
+      'pkceRequired',
+    );
     expect(rendered).not.toHaveProperty('securityRequirements');
     expect(rendered.capabilities.extensions).toEqual([{ uri: 'https://x.example/e' }]);
   });
 
   it('drops pre-1.0 fields', () => {
-    const rendered = renderV1(valid({ ...minimalCard(), url: 'https://recipes.example.com/a2a', security: [] }));
+    const rendered = renderV1(
+      valid({ ...minimalCard(), url: 'https://recipes.example.com/a2a', security: [] }),
+    );
     expect(rendered).not.toHaveProperty('url');
     expect(rendered).not.toHaveProperty('security');
   });
@@ -149,14 +173,25 @@ describe('renderV03', () => {
       pushNotifications: false,
       extensions: [expect.objectContaining({ uri: 'https://example.com/ext/geo/v1' })],
     });
-    expect(card.securitySchemes.apiKey).toEqual({ type: 'apiKey', description: 'Partner key', in: 'header', name: 'X-API-Key' });
+    expect(card.securitySchemes.apiKey).toEqual({
+      type: 'apiKey',
+      description: 'Partner key',
+      in: 'header',
+      name: 'X-API-Key',
+    });
     expect(card.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'Bearer', bearerFormat: 'JWT' });
     expect(card.securitySchemes.oidc.type).toBe('openIdConnect');
-    expect(card.securitySchemes.mtls).toEqual({ type: 'mutualTLS', description: 'Client certificates from the partner CA' });
+    expect(card.securitySchemes.mtls).toEqual({
+      type: 'mutualTLS',
+      description: 'Client certificates from the partner CA',
+    });
     expect(card.securitySchemes.oauthCode.type).toBe('oauth2');
     expect(card.securitySchemes.oauthCode.flows.authorizationCode).not.toHaveProperty('pkceRequired');
     expect(card.securitySchemes.oauthDevice.flows).toEqual({}); // no device code flow in 0.3
-    expect(card.security).toEqual([{ oauthCode: ['route:read'] }, { apiKey: ['partner'], mtls: ['partner'] }]);
+    expect(card.security).toEqual([
+      { oauthCode: ['route:read'] },
+      { apiKey: ['partner'], mtls: ['partner'] },
+    ]);
     expect(card.skills[0].security).toEqual([{ oauthClient: ['agent.invoke'] }]);
   });
 

@@ -78,7 +78,9 @@ describe('validateCard: the schema', () => {
     const byPath = Object.fromEntries(errors(r).map((p) => [p.path, p.message]));
     expect(byPath['securitySchemes.none']).toMatch(/exactly one of .* must be set \(none is\)/);
     expect(byPath['securitySchemes.two']).toMatch(/found httpAuthSecurityScheme, mtlsSecurityScheme/);
-    expect(byPath['securitySchemes.flows.oauth2SecurityScheme.flows']).toMatch(/exactly one of authorizationCode/);
+    expect(byPath['securitySchemes.flows.oauth2SecurityScheme.flows']).toMatch(
+      /exactly one of authorizationCode/,
+    );
   });
 
   it('rejects non-JSON values such as Infinity in extension params', () => {
