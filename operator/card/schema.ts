@@ -20,7 +20,9 @@ export const LIMITS = {
 } as const;
 
 const url = (what: string) =>
-  z.url({ error: (issue) => (issue.code === 'invalid_format' ? 'must be an absolute URL' : undefined) }).describe(what);
+  z
+    .url({ error: (issue) => (issue.code === 'invalid_format' ? 'must be an absolute URL' : undefined) })
+    .describe(what);
 
 /** Helper: "exactly one of these keys is set" for the protobuf `oneof` unions. */
 function exactlyOne(keys: readonly string[], what: string) {

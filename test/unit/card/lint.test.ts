@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the tests edit cards as loosely typed JSON */
 import { describe, expect, it } from 'vitest';
 import { credentialKind } from '../../../operator/card/credentials.ts';
 import { isGenericName } from '../../../operator/card/lint.ts';

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the tests edit cards as loosely typed JSON */
 import { describe, expect, it } from 'vitest';
 import { renderV03, renderV1 } from '../../../operator/card/render.ts';
 import { serializeCard } from '../../../operator/card/serialize.ts';

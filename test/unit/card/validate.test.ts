@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the tests edit cards as loosely typed JSON */
 import { describe, expect, it } from 'vitest';
 import { validateCard, validateSpec } from '../../../operator/card/validate.ts';
 import { AgentCardSchema, AgentCardInputSchema } from '../../../operator/card/schema.ts';

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the tests edit cards as loosely typed JSON */
 import { describe, expect, it, beforeAll } from 'vitest';
 import { generateSigningJwk } from '../../../operator/card/keygen.ts';
 import { renderV1 } from '../../../operator/card/render.ts';
