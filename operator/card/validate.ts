@@ -7,7 +7,8 @@ import { findCredentials, REDACTED } from './credentials.ts';
 import { lintCard } from './lint.ts';
 import { hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
 import { renderV1 } from './render.ts';
-import { AgentCardSpecSchema, type AgentCardSpec } from './resource.ts';
+import { z } from 'zod';
+import { API_VERSION, AgentCardSpecSchema, KIND, type AgentCardSpec } from './resource.ts';
 import { AgentCardInputSchema, LEGACY_FIELDS, type AgentCard, type AgentCardInput } from './schema.ts';
 
 export type { Problem } from './problem.ts';
@@ -75,4 +76,36 @@ export function validateSpec(
   problems.push(...checked.problems);
   const all = finish(problems, checked.secretKeys, opts);
   return hasErrors(all) ? { problems: all } : { spec: result.data, card: checked.card, problems: all };
+}
+
+/** metadata.name: a DNS subdomain short enough for the "<name>-agent-card" ConfigMap. */
+const EnvelopeSchema = z.strictObject({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND),
+  metadata: z.looseObject({
+    name: z
+      .string()
+      .max(242)
+      .regex(
+        /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+        'must be a DNS subdomain name',
+      ),
+    namespace: z.string().optional(),
+  }),
+  spec: z.unknown(),
+  status: z.unknown().optional(),
+});
+
+/** Validates a whole AgentCard manifest: its envelope (apiVersion, kind, metadata.name) and spec. */
+export function validateResource(
+  resource: unknown,
+  opts: ValidateOptions = {},
+): { spec?: AgentCardSpec; card?: AgentCard; problems: Problem[] } {
+  const envelope = EnvelopeSchema.safeParse(resource);
+  const envelopeProblems = envelope.success ? [] : problemsFromZod(envelope.error);
+  const spec =
+    resource && typeof resource === 'object' ? (resource as Record<string, unknown>).spec : undefined;
+  const result = validateSpec(spec, opts);
+  const problems = [...envelopeProblems, ...result.problems];
+  return hasErrors(problems) ? { problems } : { ...result, problems };
 }
