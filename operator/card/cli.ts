@@ -141,11 +141,12 @@ export function parseDocuments(text: string, source: string): InputDocument[] {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      // Keep the position, drop the quoted excerpt of the input.
+      // Keep the position when there is one, never the quoted excerpt of the input.
       const reason = (err as Error).message
-        .replace(/, ".*" is not valid JSON$/s, '')
-        .replace(/^Unexpected token '.'/, 'unexpected character');
-      throw new UserError(`${source}: not valid JSON: ${reason.split('\n', 1)[0]}`);
+        .split('\n', 1)[0]!
+        .replace(/^Unexpected token '(.)', .* is not valid JSON$/, "unexpected '$1'")
+        .replace(/, .* is not valid JSON$/, '');
+      throw new UserError(`${source}: not valid JSON: ${reason}`);
     }
     // JSON.parse keeps the last of duplicate keys silently; other parsers may keep the first.
     const duplicate = parseDocument(text, { uniqueKeys: true }).errors.find(
