@@ -180,6 +180,30 @@ export const AgentCardSpecSchema = z
     serving: ServingSchema.optional(),
     probe: ProbeSchema.optional(),
   })
+  .superRefine((spec, ctx) => {
+    // Cross-field checks (kept out of CEL: comparing URL lists is costly to estimate).
+    const urls = new Set(spec.card.supportedInterfaces.map((i) => i.url));
+    spec.probe?.credentials?.forEach((c, i) => {
+      if (!urls.has(c.url)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['probe', 'credentials', i, 'url'],
+          message: 'not the url of an interface in card.supportedInterfaces',
+        });
+      }
+    });
+    const kids = new Set<string>();
+    spec.signing?.keys.forEach((k, i) => {
+      if (k.kid !== undefined && kids.has(k.kid)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signing', 'keys', i, 'kid'],
+          message: `duplicate kid "${k.kid}"`,
+        });
+      }
+      if (k.kid !== undefined) kids.add(k.kid);
+    });
+  })
   .describe('The desired Agent Card and how it is signed, served and probed.');
 
 // ---------------------------------------------------------------------------------------------

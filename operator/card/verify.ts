@@ -19,6 +19,12 @@ export type VerifyOptions = {
 };
 
 const encoder = new TextEncoder();
+const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
+
+/** The public members of a JWK: a verifier needs (and should trust) no more. */
+export function publicPart(jwk: JWK): JWK {
+  return Object.fromEntries(Object.entries(jwk).filter(([name]) => !PRIVATE_MEMBERS.has(name))) as JWK;
+}
 
 function usableFor(jwk: JWK, kid: string, alg: string): boolean {
   if (jwk.kid !== kid) return false;
@@ -65,7 +71,7 @@ async function verifyOne(
   let lastError = 'signature does not match';
   for (const jwk of candidates) {
     try {
-      const key = await jose.importJWK(jwk, alg);
+      const key = await jose.importJWK(publicPart(jwk), alg);
       await jose.flattenedVerify(
         {
           protected: sig.protected,

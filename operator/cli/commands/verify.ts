@@ -6,15 +6,13 @@
 import { UserError } from '../../errors.ts';
 import { MAX_INPUT_BYTES, MAX_JWKS_BYTES, parseDocuments, parseFlags, readInput } from '../../card/cli.ts';
 import type { JWK } from '../../card/sign.ts';
-import { verifyCard, type JWKS } from '../../card/verify.ts';
+import { publicPart, verifyCard, type JWKS } from '../../card/verify.ts';
 
 const USAGE = `usage: agentcard verify -f CARD|- --jwks FILE [--output text|json]
 
 Verifies a signed card (JSON, as served) against the public keys of a JWKS file
 ({"keys": [...]}, or a single public JWK). Exit 0 when a signature verifies, 1 otherwise.
 `;
-
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 function parseJwks(text: string, file: string): JWKS {
   let value: unknown;
@@ -38,11 +36,8 @@ function parseJwks(text: string, file: string): JWKS {
       throw new UserError(`${file}: keys[${i}] is not a JWK (no "kty")`);
     }
   });
-  // Only the public part is needed (and trusted): drop private members if a private JWK slipped in.
-  const publicKeys = (keys as JWK[]).map(
-    (k) => Object.fromEntries(Object.entries(k).filter(([name]) => !PRIVATE_MEMBERS.includes(name))) as JWK,
-  );
-  return { keys: publicKeys };
+  // Only the public part is used: a private JWK given by mistake still works as a trusted key.
+  return { keys: (keys as JWK[]).map(publicPart) };
 }
 
 export async function run(argv: string[]): Promise<number> {

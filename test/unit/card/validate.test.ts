@@ -195,6 +195,28 @@ describe('validateSpec', () => {
     ]);
   });
 
+  it('checks that probe credentials name an interface url and that explicit kids are unique', () => {
+    const r = validateSpec({
+      card: minimalCard(),
+      signing: {
+        keys: [
+          { secretRef: { name: 'a', key: 'k' }, kid: 'k1' },
+          { secretRef: { name: 'b', key: 'k' }, kid: 'k1' },
+        ],
+      },
+      probe: {
+        credentials: [
+          { url: 'https://recipes.example.com/a2a', secretRef: { name: 's', key: 't' }, type: 'bearer' },
+          { url: 'https://elsewhere.example.com', secretRef: { name: 's', key: 't' }, type: 'apiKey' },
+        ],
+      },
+    });
+    expect(errors(r).map((p) => `${p.path}: ${p.message}`)).toEqual([
+      'spec.probe.credentials[1].url: not the url of an interface in card.supportedInterfaces',
+      'spec.signing.keys[1].kid: duplicate kid "k1"',
+    ]);
+  });
+
   it('rejects a missing card', () => {
     expect(paths(validateSpec({}))).toEqual(['spec.card']);
     expect(errors(validateSpec(undefined)).length).toBe(1);

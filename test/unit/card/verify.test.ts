@@ -68,6 +68,13 @@ describe('verifyCard', () => {
     expect((await verifyCard(signed, otherKeySameKid)).verified).toBe(false);
   });
 
+  it('uses only the public part of a JWK given as trusted key', async () => {
+    const jwk = await generateSigningJwk('ES384', 'private-in-jwks');
+    const key = await importSigningKey(JSON.stringify(jwk));
+    const signed = await signCard(rendered(), [key]);
+    expect((await verifyCard(signed, { keys: [jwk] })).verified).toBe(true);
+  });
+
   it('explains malformed cards and signatures', async () => {
     const signed: Signed = await signCard(rendered(), [oldKey]);
     const header = (h: object) => Buffer.from(JSON.stringify(h)).toString('base64url');
