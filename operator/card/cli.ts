@@ -59,7 +59,7 @@ const REASONS: Record<string, string> = {
 
 function ioError(file: string, err: unknown): UserError {
   const code = (err as NodeJS.ErrnoException).code ?? '';
-  return new UserError(`cannot read ${file}: ${REASONS[code] ?? code ?? 'read error'}`);
+  return new UserError(`cannot read ${file}: ${REASONS[code] ?? (code || 'read error')}`);
 }
 
 const tooBig = (file: string, size: string, max: number) =>
