@@ -6,7 +6,7 @@ import { formatPath, type PathSegment, type Problem } from './problem.ts';
 import { LEGACY_FIELDS, type AgentCardInput } from './schema.ts';
 import { serializeCard } from './serialize.ts';
 
-/** Registries reject card files over 10 KB (A2A-NOTES section 3). */
+/** Some registries reject card files over 10 KB. */
 export const MAX_CARD_BYTES = 10 * 1024;
 export const MIN_DESCRIPTION_CHARS = 20;
 

@@ -9,7 +9,7 @@
  * Keys are emitted in the order of the protobuf definition and values are copied, never shared
  * with the input, so the same card always renders to the same bytes.
  *
- * v0.3 is the legacy shape of A2A-NOTES section 5 for clients that read /.well-known/agent.json.
+ * v0.3 is the legacy (A2A 0.3) shape, for clients that still read /.well-known/agent.json.
  */
 import type {
   AgentCapabilities,

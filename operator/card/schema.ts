@@ -401,7 +401,7 @@ export const AgentCardSchema = z
 // ---------------------------------------------------------------------------------------------
 // Pre-1.0 fields, accepted on input so that an older card can be pasted as it is. They are not
 // part of the v1.0 card: validation warns about each (an error with --strict) and rendering
-// drops them (A2A-NOTES section 5; a card mixing both shapes fails the v1.0 schema).
+// drops them (a card mixing both shapes would fail the v1.0 schema).
 
 const legacy = (replacement: string) =>
   `Pre-1.0 (A2A 0.3) field, not part of the v1.0 card: ignored when rendering. Use ${replacement} instead.`;
