@@ -36,32 +36,39 @@ const rendered = renderV1(card);
 if (signingPayload(rendered) !== canonicalizeAgentCard(seed as unknown as SdkCard)) {
   throw new Error('payloads differ: the comparison would not be fair');
 }
-const ours = await signCard(rendered, [key]);
-await verifyAgentCardSignature(async () => key.publicJwk)(ours as unknown as SdkCard);
+const signed = await signCard(rendered, [key]);
+await verifyAgentCardSignature(async () => key.publicJwk)(signed as unknown as SdkCard);
 
 const OURS = 'agentcard: renderV1 + JCS + sign (ES256)';
-const SDK = '@a2a-js/sdk generateAgentCardSignature, CryptoKey';
-const timings = await compare({
-  [OURS]: () => signCard(renderV1(card), [key]),
-  [SDK]: () => sdkSign(seed as unknown as SdkCard),
-  '@a2a-js/sdk generateAgentCardSignature, JWK': () => sdkSignJwk(seed as unknown as SdkCard),
-  '  of which renderV1': () => renderV1(card),
-  '  of which JCS (signing payload)': () => signingPayload(rendered),
-});
+const SDK_KEY = '@a2a-js/sdk generateAgentCardSignature, CryptoKey';
+const SDK_JWK = '@a2a-js/sdk generateAgentCardSignature, JWK';
+const timings = await compare(
+  {
+    [OURS]: () => signCard(renderV1(card), [key]),
+    [SDK_KEY]: () => sdkSign(seed as unknown as SdkCard),
+    [SDK_JWK]: () => sdkSignJwk(seed as unknown as SdkCard),
+    '  of which renderV1': () => renderV1(card),
+    '  of which JCS (signing payload)': () => signingPayload(rendered),
+  },
+  { ops: 2000, rounds: 11 },
+);
 const results = Object.entries(timings);
 for (const [label, t] of results) {
   process.stdout.write(
     `${label.padEnd(58)} ${t.medianUs.toFixed(1).padStart(8)} µs/card (best ${t.bestUs.toFixed(1)})\n`,
   );
 }
-const full = timings[OURS]!;
-const sdk = timings[SDK]!;
-
-const fasterThanSdk = full.medianUs <= sdk.medianUs;
-const underGoal = full.medianUs < GOAL_US;
+const ours = timings[OURS]!;
+// Compared with the faster SDK variant, on the median and on the best round (the round least
+// disturbed by other work on a shared machine).
+const sdkMedian = Math.min(timings[SDK_KEY]!.medianUs, timings[SDK_JWK]!.medianUs);
+const sdkBest = Math.min(timings[SDK_KEY]!.bestUs, timings[SDK_JWK]!.bestUs);
 const verdict = [
-  `- At least as fast as the SDK: **${fasterThanSdk ? 'yes' : 'no'}** (${(sdk.medianUs / full.medianUs).toFixed(2)}x the SDK's speed).`,
-  `- Under ${GOAL_US / 1000} ms per card: **${underGoal ? 'yes' : 'no'}** (${(full.medianUs / 1000).toFixed(3)} ms).`,
+  `- At least as fast as the SDK (its faster variant): median **${ours.medianUs <= sdkMedian ? 'yes' : 'no'}** ` +
+    `(${ours.medianUs.toFixed(1)} vs ${sdkMedian.toFixed(1)} µs, ${(sdkMedian / ours.medianUs).toFixed(2)}x), ` +
+    `best round **${ours.bestUs <= sdkBest ? 'yes' : 'no'}** (${ours.bestUs.toFixed(1)} vs ${sdkBest.toFixed(1)} µs, ` +
+    `${(sdkBest / ours.bestUs).toFixed(2)}x).`,
+  `- Under ${GOAL_US / 1000} ms per card: **${ours.medianUs < GOAL_US ? 'yes' : 'no'}** (median ${(ours.medianUs / 1000).toFixed(3)} ms).`,
 ].join('\n');
 process.stdout.write(`\n${verdict}\n`);
 
@@ -69,8 +76,8 @@ writeSection(
   'card',
   'Card engine: render + canonicalize + sign',
   `The customer-support card of seed 002 (${Buffer.byteLength(signingPayload(rendered))} bytes canonical), one ES256 key,
-one card at a time (each call awaited). Median of ${full.rounds} rounds of ${full.ops} cards after a warm-up round of
-${full.ops}, the pipelines taking turns round by round; "best" is the fastest round. The SDK signs the same card with the same key, once as a CryptoKey imported
+one card at a time (each call awaited). Median of ${ours.rounds} rounds of ${ours.ops} cards after a warm-up round of
+${ours.ops}, the pipelines taking turns round by round; "best" is the fastest round. The SDK signs the same card with the same key, once as a CryptoKey imported
 beforehand (like ours), once as a JWK (which it imports on every call). Both produce the same payload; the SDK's
 verifier accepts our signature (checked before timing).
 
