@@ -10,12 +10,13 @@ import { fileURLToPath } from 'node:url';
 
 export const BENCHMARKS_FILE = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
 
-/** One line describing the machine: CPU, cores, memory, OS, Node.js. */
+/** One line describing the machine: CPU, cores, current load, memory, OS, Node.js. */
 export function machine(): string {
   const cpus = os.cpus();
   const model = cpus[0]?.model.trim() ?? 'unknown CPU';
   const memory = Math.round(os.totalmem() / 2 ** 30);
-  return `${model}, ${os.availableParallelism()} cores available (shared with other work), ${memory} GiB RAM, ${os.type()} ${os.release()} ${os.arch()}, Node.js ${process.version}`;
+  const load = os.loadavg()[0]!.toFixed(1);
+  return `${model}, ${os.availableParallelism()} cores available (shared with other work; load average ${load} when written), ${memory} GiB RAM, ${os.type()} ${os.release()} ${os.arch()}, Node.js ${process.version}`;
 }
 
 export type Timing = {
