@@ -41,23 +41,14 @@ import {
   type InterfacesVerdict,
   type SecretView,
 } from './plan.ts';
+import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
-import { statusApplyBody } from './status.ts';
+import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue } from './workqueue.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
-
-/** What the controller needs from the probe side (operator/probe wiring, probes.ts). */
-export interface ProbeHooks {
-  /** The InterfacesReachable verdict to publish for this card now. */
-  verdict(key: string, spec: AgentCardSpec | undefined, generation: number): InterfacesVerdict;
-  /** Called after each reconcile with the accepted spec (undefined: not accepted or gone). */
-  track(key: string, spec: AgentCardSpec | undefined, generation: number): void;
-  forget(key: string): void;
-  stop(): Promise<void>;
-}
 
 export interface ControllerOptions {
   kubeConfig: KubeConfig;
@@ -312,7 +303,7 @@ export class Controller {
     const [namespace, name] = splitKey(key);
     const resource = this.currentCard(namespace, name);
     if (!resource || resource.metadata.deletionTimestamp) {
-      this.opts.probes.track(key, undefined, 0);
+      this.opts.probes.forget(key);
       return;
     }
     const started = process.hrtime.bigint();
@@ -337,7 +328,8 @@ export class Controller {
       resource,
       secrets,
       liveConfigMap: this.currentConfigMap(namespace, cmName),
-      interfaces: (spec: AgentCardSpec | undefined) => this.opts.probes.verdict(key, spec, generation),
+      interfaces: (spec: AgentCardSpec | undefined) =>
+        this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
       now: new Date(),
     };
     let plan = await planReconcile(input);
@@ -392,12 +384,19 @@ export class Controller {
       version: plan.status.card?.version,
       digest: plan.status.card?.digest,
     });
-    this.opts.probes.track(key, plan.spec, generation);
+    if (plan.spec) this.opts.probes.track(key, plan.spec, secrets);
     if (publishError) throw publishError;
   }
 
   /** Re-queues one card (probe verdict changes). */
   requeue(key: string): void {
     this.enqueue(key);
+  }
+
+  /** The controller-owned status of a card as this controller sees it now (probe wiring). */
+  liveStatus(key: string): { status: ControllerStatus; generation: number } | undefined {
+    const [namespace, name] = splitKey(key);
+    const card = this.currentCard(namespace, name);
+    return card ? { status: ownedStatus(card.status), generation: card.metadata.generation ?? 0 } : undefined;
   }
 }

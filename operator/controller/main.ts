@@ -11,11 +11,11 @@ import { makeClients } from '../kube/api.ts';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
-import { Controller, type ProbeHooks } from './controller.ts';
+import { Controller } from './controller.ts';
 import { startHealthServer } from './http.ts';
 import { DEFAULT_TIMING, LeaderElector } from './leader.ts';
 import { ControllerMetrics } from './metrics.ts';
-import { noProbes, pendingProbes } from './probes.ts';
+import { noProbes, probeWiring, type ProbeHooks } from './probes.ts';
 
 export interface OperatorConfig {
   kubeconfig?: string;
@@ -66,8 +66,17 @@ export async function runOperator(
     reportingInstance: identity.slice(0, 128),
     onWrite: () => metrics.apiWrites.inc({ resource: 'event' }),
   });
-  // TODO(probe): wire operator/probe's ProbeScheduler here (allow CIDRs, concurrency).
-  const probes: ProbeHooks = flags.probes ? pendingProbes() : noProbes();
+  let controller: Controller | undefined;
+  const probes: ProbeHooks = flags.probes
+    ? probeWiring({
+        allowCidrs: flags.probeAllowCidrs,
+        concurrency: flags.probeConcurrency,
+        registry,
+        log,
+        liveStatus: (key) => controller?.liveStatus(key),
+        requeue: (key) => controller?.requeue(key),
+      })
+    : noProbes();
   // TODO(webhook): start operator/webhook's startWebhook(flags.webhook, ...) here once it lands;
   // until then the webhook and sidecar flags are parsed and validated but unused.
   if (flags.webhook.port !== 0) {
@@ -76,7 +85,6 @@ export async function runOperator(
     });
   }
 
-  let controller: Controller | undefined;
   let elector: LeaderElector | undefined;
   const health = await startHealthServer({
     host: flags.bindAddress,

@@ -227,9 +227,17 @@ export interface InProcessOperator {
   stop(): Promise<number>;
 }
 
-/** Runs the operator in this process (no leader election, no probes unless `extra` says so). */
-export async function startOperator(namespace: string, extra: string[] = []): Promise<InProcessOperator> {
-  const flags = parseOperatorFlags([...baseFlags(namespace), '--no-leader-elect', '--no-probes', ...extra]);
+/**
+ * Runs the operator in this process, without leader election; probes are off unless `probes` is
+ * set (then only loopback, where the tests' A2A peers listen, is allowed).
+ */
+export async function startOperator(
+  namespace: string,
+  extra: string[] = [],
+  opts: { probes?: boolean } = {},
+): Promise<InProcessOperator> {
+  const probeFlags = opts.probes ? ['--probe-allow-cidr', '127.0.0.1/32'] : ['--no-probes'];
+  const flags = parseOperatorFlags([...baseFlags(namespace), '--no-leader-elect', ...probeFlags, ...extra]);
   if (flags === 'help') throw new Error('unexpected help');
   const logs: string[] = [];
   const logFile = process.env.AGENTCARD_TEST_OPERATOR_LOG;
