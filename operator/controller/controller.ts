@@ -34,13 +34,7 @@ import type { EventRecorder } from '../kube/events.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { CARD_LABEL, configMapName, OWNED_SELECTOR } from './configmap.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import {
-  planReconcile,
-  SIGNING_KEY_LABEL,
-  type AgentCardObject,
-  type InterfacesVerdict,
-  type SecretView,
-} from './plan.ts';
+import { planReconcile, SIGNING_KEY_LABEL, type AgentCardObject, type SecretView } from './plan.ts';
 import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
