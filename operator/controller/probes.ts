@@ -110,11 +110,7 @@ export function interfacesVerdict(input: VerdictInput): InterfacesVerdict & { wr
   if (!results || !sameTargets(results, spec)) {
     // No round yet (e.g. just after a restart): what the status says about the same interfaces
     // still stands until the first round; other interfaces are pending.
-    const liveTargets = (live.interfaces ?? []) as Array<{
-      url?: unknown;
-      protocolBinding?: unknown;
-      protocolVersion?: unknown;
-    }>;
+    const liveTargets = live.interfaces ?? [];
     const sameAsLive =
       current !== undefined &&
       current.condition.reason !== 'ProbesDisabled' &&
@@ -148,7 +144,7 @@ export function interfacesVerdict(input: VerdictInput): InterfacesVerdict & { wr
   const { status, reason, message } = out.condition;
   return {
     condition: { status, reason, message, observedGeneration: generation },
-    interfaces: out.interfaces as unknown as ControllerStatus['interfaces'],
+    interfaces: out.interfaces,
     reachableInterfaces: out.reachableInterfaces,
     writeNeeded: true,
   };

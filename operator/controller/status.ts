@@ -3,6 +3,7 @@
  * status write is needed. The controller applies exactly these fields with server-side apply, so
  * fields other writers own (for example `status.serving`) are neither copied nor removed.
  */
+import type { AgentCardStatus } from '../card/resource.ts';
 import type { Condition } from './types.ts';
 
 export const OWNED_STATUS_FIELDS = [
@@ -14,21 +15,14 @@ export const OWNED_STATUS_FIELDS = [
   'reachableInterfaces',
 ] as const;
 
-export interface CardStatus {
-  digest: string;
-  bytes: number;
-  version: string;
-  configMap: string;
-}
-
-export interface ControllerStatus {
-  observedGeneration?: number;
+/** The controller-owned part of AgentCard.status (the schema's fields, conditions always with observedGeneration). */
+export type ControllerStatus = Omit<
+  Pick<AgentCardStatus, (typeof OWNED_STATUS_FIELDS)[number]>,
+  'conditions'
+> & {
   conditions?: Condition[];
-  card?: CardStatus;
-  signatures?: Array<{ kid: string; alg: string }>;
-  interfaces?: Array<Record<string, unknown>>;
-  reachableInterfaces?: string;
-}
+};
+export type CardStatus = NonNullable<AgentCardStatus['card']>;
 
 /** Picks the controller-owned fields of a live status (anything else is ignored). */
 export function ownedStatus(status: unknown): ControllerStatus {

@@ -1,15 +1,8 @@
 /**
- * The shapes the controller reads and writes.
- * TODO(card-engine): derive these from operator/card/resource.ts (AgentCardStatusSchema) once it
- * lands on main; until then they mirror the cross-team contract field by field.
+ * The status shapes the controller writes, derived from the AgentCard resource schema
+ * (operator/card/resource.ts). The controller always sets a condition's observedGeneration.
  */
-export type ConditionStatus = 'True' | 'False' | 'Unknown';
+import type { Condition as ResourceCondition } from '../card/resource.ts';
 
-export interface Condition {
-  type: string;
-  status: ConditionStatus;
-  observedGeneration: number;
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
+export type Condition = ResourceCondition & { observedGeneration: number };
+export type ConditionStatus = ResourceCondition['status'];
