@@ -1,0 +1,170 @@
+/**
+ * The sidecar: serves the current card version on one port and health plus metrics on another.
+ * It never writes a file (the root file system is read-only in the Pod).
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../log.ts';
+import { UserError } from '../errors.ts';
+import { createSidecarMetrics } from './metrics.ts';
+import { answer } from './respond.ts';
+import { watchDirectory } from './source.ts';
+import { prepareVersion } from './version.ts';
+import type { CardVersion } from './version.ts';
+
+export interface SidecarOptions {
+  dir: string;
+  port: number;
+  metricsPort: number;
+  /** Listen address; default: all interfaces. */
+  host?: string | undefined;
+  /** Used when the directory has no `cache-max-age-seconds` file. */
+  defaultMaxAgeSeconds: number;
+  logger: Logger;
+  registry: Registry;
+  /** Safety-net poll of the directory (the watcher normally reacts first). */
+  pollMs?: number;
+  /** Bounds: request header bytes and simultaneous connections. */
+  maxHeaderSize?: number;
+  maxConnections?: number;
+}
+
+export interface Sidecar {
+  port: number;
+  metricsPort: number;
+  /** The version being served (undefined until a valid one was read). */
+  current(): CardVersion | undefined;
+  /** Re-reads the directory now. */
+  reload(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
+  const { logger } = opts;
+  const metrics = createSidecarMetrics(opts.registry);
+  let current: CardVersion | undefined;
+
+  const source = watchDirectory(opts.dir, {
+    pollMs: opts.pollMs,
+    onChange(snapshot) {
+      const result = prepareVersion(snapshot.files, { defaultMaxAgeSeconds: opts.defaultMaxAgeSeconds });
+      if (!result.ok) {
+        metrics.refused();
+        logger.warn(
+          current ? 'refused new card files; still serving the previous card' : 'refused card files',
+          {
+            dir: opts.dir,
+            problem: result.problem,
+            ...(current ? { servingDigest: current.digest } : {}),
+          },
+        );
+        return;
+      }
+      if (current?.digest === result.version.digest && sameDocs(current, result.version)) return;
+      // One assignment swaps all three documents at once.
+      current = result.version;
+      metrics.loaded(current.digest, current.cardVersion);
+      logger.info('card loaded', {
+        dir: opts.dir,
+        digest: current.digest,
+        version: current.cardVersion,
+        maxAgeSeconds: current.maxAgeSeconds,
+      });
+    },
+    onError(err) {
+      logger.warn('could not read the card directory', { dir: opts.dir, error: (err as Error).message });
+    },
+  });
+
+  const server = createServer(
+    {
+      maxHeaderSize: opts.maxHeaderSize ?? 8192,
+      headersTimeout: 10_000,
+      requestTimeout: 15_000,
+      keepAliveTimeout: 5_000,
+    },
+    (req: IncomingMessage, res: ServerResponse) => {
+      const ans = answer(req, current);
+      metrics.request(ans.route, ans.status);
+      res.writeHead(ans.status, ans.headers);
+      res.end(ans.body);
+    },
+  );
+  server.maxConnections = opts.maxConnections ?? 1024;
+
+  const health = createServer({ maxHeaderSize: 8192 }, (req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === '/healthz') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
+    if (path === '/readyz') {
+      return void res
+        .writeHead(current ? 200 : 503, { 'Content-Type': 'text/plain' })
+        .end(current ? 'ok\n' : 'no card loaded\n');
+    }
+    if (path === '/metrics') {
+      opts.registry.metrics().then(
+        (text) => res.writeHead(200, { 'Content-Type': opts.registry.contentType }).end(text),
+        () => res.writeHead(500).end(),
+      );
+      return;
+    }
+    res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
+  });
+  health.maxConnections = 64;
+
+  try {
+    await listen(server, opts.port, opts.host);
+    await listen(health, opts.metricsPort, opts.host);
+  } catch (err) {
+    source.close();
+    server.close();
+    health.close();
+    throw err;
+  }
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    metricsPort: (health.address() as AddressInfo).port,
+    current: () => current,
+    reload: () => source.check(),
+    async close() {
+      source.close();
+      await Promise.all([shut(server), shut(health)]);
+    },
+  };
+}
+
+function sameDocs(a: CardVersion, b: CardVersion): boolean {
+  if (a.maxAgeSeconds !== b.maxAgeSeconds || a.documents.size !== b.documents.size) return false;
+  for (const [path, doc] of a.documents) {
+    const other = b.documents.get(path);
+    if (!other || other.etag !== doc.etag || other.lastModifiedSeconds !== doc.lastModifiedSeconds)
+      return false;
+  }
+  return true;
+}
+
+function listen(server: Server, port: number, host: string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(new UserError(`port ${port} is already in use`));
+      else if (err.code === 'EACCES') reject(new UserError(`not allowed to listen on port ${port}`));
+      else reject(err);
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+function shut(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    // Requests in flight get a moment to finish; then every connection is cut.
+    setTimeout(() => server.closeAllConnections(), 3_000).unref();
+  });
+}
