@@ -5,10 +5,9 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
 import type { Logger } from '../log.ts';
 import { UserError } from '../errors.ts';
-import { createSidecarMetrics } from './metrics.ts';
+import { METRICS_CONTENT_TYPE, createSidecarMetrics } from './metrics.ts';
 import { answer } from './respond.ts';
 import { watchDirectory } from './source.ts';
 import { prepareVersion } from './version.ts';
@@ -23,7 +22,6 @@ export interface SidecarOptions {
   /** Used when the directory has no `cache-max-age-seconds` file. */
   defaultMaxAgeSeconds: number;
   logger: Logger;
-  registry: Registry;
   /** Safety-net poll of the directory (the watcher normally reacts first). */
   pollMs?: number;
   /** Bounds: request header bytes and simultaneous connections. */
@@ -43,7 +41,7 @@ export interface Sidecar {
 
 export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
   const { logger } = opts;
-  const metrics = createSidecarMetrics(opts.registry);
+  const metrics = createSidecarMetrics();
   let current: CardVersion | undefined;
 
   const source = watchDirectory(opts.dir, {
@@ -102,13 +100,8 @@ export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
         .writeHead(current ? 200 : 503, { 'Content-Type': 'text/plain' })
         .end(current ? 'ok\n' : 'no card loaded\n');
     }
-    if (path === '/metrics') {
-      opts.registry.metrics().then(
-        (text) => res.writeHead(200, { 'Content-Type': opts.registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
-      return;
-    }
+    if (path === '/metrics')
+      return void res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE }).end(metrics.render());
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
   });
   health.maxConnections = 64;

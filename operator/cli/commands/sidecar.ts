@@ -4,15 +4,12 @@
  * Serves the files of a published card ConfigMap (mounted at DIR) at /.well-known/ and keeps
  * serving the last good version while the kubelet swaps in new ones. Runs until SIGTERM/SIGINT.
  *
- * Memory: the injected container sets NODE_OPTIONS="--max-semi-space-size=1
- * --max-old-space-size=32" (V8 flags allowed in NODE_OPTIONS); see the README section on the
- * sidecar and docs/BENCHMARKS.md for what they cost and save.
+ * Memory: see ../../sidecar/runtime.ts for the Node.js settings the injected container uses.
  */
 import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UserError } from '../../errors.ts';
 import { createLogger } from '../../log.ts';
-import { createRegistry } from '../../metrics/registry.ts';
 import { startSidecar } from '../../sidecar/server.ts';
 import { MAX_AGE_LIMIT } from '../../sidecar/version.ts';
 
@@ -69,7 +66,6 @@ export async function run(argv: string[]): Promise<number> {
     host: values.address,
     defaultMaxAgeSeconds: maxAge,
     logger,
-    registry: createRegistry(),
   });
   logger.info('listening', { port: sidecar.port, metricsPort: sidecar.metricsPort, dir: values.dir });
 
