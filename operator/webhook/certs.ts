@@ -41,7 +41,12 @@ const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
 
 /** The names a Service is reached by, inside the cluster. */
 export function serviceHosts(service: string, namespace: string): string[] {
-  return [service, `${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`];
+  return [
+    service,
+    `${service}.${namespace}`,
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.cluster.local`,
+  ];
 }
 
 async function keyPair(): Promise<webcrypto.CryptoKeyPair> {
@@ -61,7 +66,10 @@ async function importPkcs8(pem: string): Promise<CryptoKey> {
 /** Backdated a little so that clocks running slightly behind accept a fresh certificate. */
 const notBefore = (now: Date) => new Date(now.getTime() - 5 * 60_000);
 
-export async function createCA(now: Date, cn = 'agentcard-operator webhook CA'): Promise<{ cert: string; key: string }> {
+export async function createCA(
+  now: Date,
+  cn = 'agentcard-operator webhook CA',
+): Promise<{ cert: string; key: string }> {
   const keys = await keyPair();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     name: `CN=${cn}`,
@@ -98,7 +106,9 @@ export async function issueServingCert(
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension(hosts.map((h) => ({ type: isIP(h) ? 'ip' : 'dns', value: h }))),
+      new x509.SubjectAlternativeNameExtension(
+        hosts.map((h) => ({ type: isIP(h) ? 'ip' : 'dns', value: h })),
+      ),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(caCert),
     ],
@@ -118,12 +128,17 @@ export function renewalDue(pem: string, now: Date): boolean {
  * Why a stored bundle cannot be used as it is: 'ca' (a new CA is needed), 'serving' (a new
  * serving certificate from the same CA is enough) or undefined (good). Never throws.
  */
-export function bundleProblem(bundle: Partial<CertBundle>, hosts: string[], now: Date): 'ca' | 'serving' | undefined {
+export function bundleProblem(
+  bundle: Partial<CertBundle>,
+  hosts: string[],
+  now: Date,
+): 'ca' | 'serving' | undefined {
   if (!bundle.caCert || !bundle.caKey) return 'ca';
   let ca: X509Certificate;
   try {
     ca = new X509Certificate(bundle.caCert);
-    if (!ca.ca || !ca.checkPrivateKey(createPrivateKey(bundle.caKey)) || renewalDue(bundle.caCert, now)) return 'ca';
+    if (!ca.ca || !ca.checkPrivateKey(createPrivateKey(bundle.caKey)) || renewalDue(bundle.caCert, now))
+      return 'ca';
   } catch {
     return 'ca';
   }

@@ -98,7 +98,8 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
   const patch: JsonPatchOp[] = [];
   if (native) {
     // First among the init containers, so the card is served before anything else starts.
-    if (spec.initContainers?.length) patch.push({ op: 'add', path: '/spec/initContainers/0', value: container });
+    if (spec.initContainers?.length)
+      patch.push({ op: 'add', path: '/spec/initContainers/0', value: container });
     else patch.push({ op: 'add', path: '/spec/initContainers', value: [container] });
   } else {
     patch.push({ op: 'add', path: '/spec/containers/-', value: container });
@@ -185,9 +186,11 @@ export function parseReview(body: unknown): { request: AdmissionReviewRequest } 
   if (typeof body !== 'object' || body === null) return { error: 'body is not a JSON object' };
   const review = body as { apiVersion?: unknown; kind?: unknown; request?: unknown };
   if (review.kind !== 'AdmissionReview') return { error: "kind is not 'AdmissionReview'" };
-  if (review.apiVersion !== 'admission.k8s.io/v1') return { error: "apiVersion is not 'admission.k8s.io/v1'" };
+  if (review.apiVersion !== 'admission.k8s.io/v1')
+    return { error: "apiVersion is not 'admission.k8s.io/v1'" };
   const request = review.request as AdmissionReviewRequest | undefined;
-  if (!request || typeof request.uid !== 'string' || request.uid === '') return { error: 'request.uid is missing' };
+  if (!request || typeof request.uid !== 'string' || request.uid === '')
+    return { error: 'request.uid is missing' };
   return { request };
 }
 

@@ -26,10 +26,15 @@ export function requestedCard(pod: V1Pod, namespace: string): string | undefined
 
 export function hasSidecar(pod: V1Pod): boolean {
   const spec = pod.spec;
-  return [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some((c) => c.name === SIDECAR_CONTAINER);
+  return [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])].some(
+    (c) => c.name === SIDECAR_CONTAINER,
+  );
 }
 
-export function summarizeServing(card: { name: string; namespace: string }, pods: readonly V1Pod[]): ServingSummary {
+export function summarizeServing(
+  card: { name: string; namespace: string },
+  pods: readonly V1Pod[],
+): ServingSummary {
   const requesting = pods.filter(
     (p) =>
       (p.metadata?.namespace ?? card.namespace) === card.namespace &&
