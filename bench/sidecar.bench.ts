@@ -18,7 +18,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { arch, cpus, loadavg, release, tmpdir, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { SIDECAR_NODE_OPTIONS } from '../operator/sidecar/runtime.ts';
 
@@ -509,7 +509,8 @@ function renderSection(rows: Row[], haveNginx: boolean): string {
   lines.push('## Sidecar', '');
   lines.push(
     `Run: ${new Date().toISOString().slice(0, 10)}, \`node bench/sidecar.bench.ts\`, Node.js ${process.version}, ` +
-      `${cpus().length} cores (shared with other work), ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM.`,
+      `${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${cpus().length} cores (shared with other work), ` +
+      `${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ${type()} ${release()} ${arch()}.`,
     `Load: ${WRK ? 'wrk (one thread)' : 'autocannon'} in its own process, ${CONNECTIONS} keep-alive connections ` +
       `on 127.0.0.1, no pipelining, GET ${CARD_PATH} (the same bytes from every target), ` +
       `${WARMUP_S} s warm-up each, then ${ROUNDS} rounds of ${DURATION_S} s that interleave the targets ` +
@@ -571,17 +572,23 @@ function renderSection(rows: Row[], haveNginx: boolean): string {
   return lines.join('\n') + '\n';
 }
 
-/** Replaces (or appends) the `## Sidecar` section of docs/BENCHMARKS.md, leaving the rest. */
+/**
+ * Replaces (or appends) the `## Sidecar` section of docs/BENCHMARKS.md, between the
+ * `<!-- bench:sidecar:start/end -->` markers that every benchmark's section uses, leaving the
+ * other sections as they are.
+ */
 async function writeSection(section: string): Promise<void> {
   const path = join(ROOT, 'docs/BENCHMARKS.md');
-  let doc = existsSync(path) ? await readFile(path, 'utf8') : '# Benchmarks\n\n';
-  const start = doc.indexOf('\n## Sidecar\n');
-  if (start >= 0) {
-    const next = doc.indexOf('\n## ', start + 1);
-    doc = doc.slice(0, start + 1) + section + (next >= 0 ? doc.slice(next + 1) : '');
-  } else {
-    doc = doc.replace(/\n*$/, '\n\n') + section;
-  }
+  const [open, close] = ['<!-- bench:sidecar:start -->', '<!-- bench:sidecar:end -->'];
+  const block = `${open}\n${section.trim()}\n${close}`;
+  let doc = existsSync(path)
+    ? await readFile(path, 'utf8')
+    : '# Benchmarks\n\nWritten by `npm run bench`; each benchmark replaces its own section.\n';
+  const start = doc.indexOf(open);
+  const end = doc.indexOf(close);
+  if (start >= 0 && end > start) doc = doc.slice(0, start) + block + doc.slice(end + close.length);
+  else doc = `${doc.trimEnd()}\n\n${block}\n`;
+  await mkdir(join(ROOT, 'docs'), { recursive: true });
   await writeFile(path, doc);
   process.stderr.write(`bench: wrote the Sidecar section of ${path}\n`);
 }
