@@ -1,6 +1,6 @@
 /**
  * The sidecar's HTTP semantics as a pure function of the request line, the request headers and
- * the current card version. The server only writes what this returns.
+ * the current card version. The connection layer (http1.ts) only writes what this returns.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { COMMON_HEADERS, CORS_HEADERS, DOCUMENTS } from './version.ts';
@@ -16,8 +16,9 @@ export interface Answer {
 }
 
 export interface RequestLine {
-  method?: string | undefined;
-  url?: string | undefined;
+  method: string;
+  /** The request target (path and query). */
+  url: string;
   headers: IncomingHttpHeaders;
 }
 
@@ -61,29 +62,27 @@ const PREFLIGHT = {
 };
 
 export function answer(req: RequestLine, version: CardVersion | undefined): Answer {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  if (!KNOWN_PATHS.has(path)) return finish(req, { ...NOT_FOUND, route: 'other' });
+  const q = req.url.indexOf('?');
+  const path = q < 0 ? req.url : req.url.slice(0, q);
+  if (!KNOWN_PATHS.has(path)) return { ...NOT_FOUND, route: 'other' };
 
   switch (req.method) {
     case 'GET':
     case 'HEAD': {
-      if (!version) return finish(req, { ...NOT_LOADED, route: path });
+      if (!version) return { ...NOT_LOADED, route: path };
       const doc = version.documents.get(path);
-      if (!doc) return finish(req, { ...NOT_FOUND, route: path });
-      if (notModified(req.headers, doc))
-        return finish(req, { status: 304, headers: doc.headers304, route: path });
+      if (!doc) return { ...NOT_FOUND, route: path };
+      if (notModified(req.headers, doc)) return { status: 304, headers: doc.headers304, route: path };
       const body = req.method === 'GET' ? doc.body : undefined;
-      return finish(req, { status: 200, headers: doc.headers200, body, route: path });
+      return { status: 200, headers: doc.headers200, body, route: path };
     }
     case 'OPTIONS': {
       const preflight =
         req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
-      return finish(req, { ...(preflight ? PREFLIGHT : OPTIONS_PLAIN), route: path });
+      return { ...(preflight ? PREFLIGHT : OPTIONS_PLAIN), route: path };
     }
     default:
-      return finish(req, { ...NOT_ALLOWED, route: path });
+      return { ...NOT_ALLOWED, route: path };
   }
 }
 
@@ -111,14 +110,4 @@ export function etagListMatches(header: string, etag: string): boolean {
     if (tag === etag) return true;
   }
   return false;
-}
-
-/**
- * Request bodies are never read. A request that announces one (none of the served methods has
- * a use for it) gets its answer and the connection is closed instead of draining the body.
- */
-function finish(req: RequestLine, ans: Answer): Answer {
-  const length = req.headers['content-length'];
-  const hasBody = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-  return hasBody ? { ...ans, headers: [...ans.headers, 'Connection', 'close'] } : ans;
 }

@@ -2,12 +2,13 @@
  * The sidecar: serves the current card version on one port and health plus metrics on another.
  * It never writes a file (the root file system is read-only in the Pod).
  */
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Logger } from '../log.ts';
 import { UserError } from '../errors.ts';
 import { METRICS_CONTENT_TYPE, createSidecarMetrics } from './metrics.ts';
+import { ResponseWriter, serveConnection } from './http1.ts';
 import { answer } from './respond.ts';
 import { watchDirectory } from './source.ts';
 import { prepareVersion } from './version.ts';
@@ -39,6 +40,8 @@ export interface Sidecar {
   close(): Promise<void>;
 }
 
+const KEEP_ALIVE_MS = 5_000;
+
 export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
   const { logger } = opts;
   const metrics = createSidecarMetrics();
@@ -48,6 +51,11 @@ export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
     pollMs: opts.pollMs,
     onChange(snapshot) {
       const result = prepareVersion(snapshot.files, { defaultMaxAgeSeconds: opts.defaultMaxAgeSeconds });
+      if (!result.ok && !current && snapshot.files.size === 0) {
+        // An optional ConfigMap volume stays empty until the card is published: not a failure.
+        logger.info('waiting for the card files', { dir: opts.dir });
+        return;
+      }
       if (!result.ok) {
         metrics.refused();
         logger.warn(
@@ -76,23 +84,30 @@ export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
     },
   });
 
-  const server = createServer(
-    {
-      maxHeaderSize: opts.maxHeaderSize ?? 8192,
-      headersTimeout: 10_000,
-      requestTimeout: 15_000,
-      keepAliveTimeout: 5_000,
-    },
-    (req: IncomingMessage, res: ServerResponse) => {
-      const ans = answer(req, current);
-      metrics.request(ans.route, ans.status);
-      res.writeHead(ans.status, ans.headers);
-      res.end(ans.body);
-    },
-  );
+  // A card already in the directory is served from the first request on.
+  await source.check();
+
+  // The card port: the HTTP/1.1 subset of http1.ts on plain TCP (the hot path).
+  const writer = new ResponseWriter(KEEP_ALIVE_MS / 1000);
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    serveConnection(socket, {
+      maxHeadBytes: opts.maxHeaderSize ?? 8192,
+      headTimeoutMs: 10_000,
+      keepAliveMs: KEEP_ALIVE_MS,
+      writer,
+      respond(head) {
+        const ans = answer({ method: head.method, url: head.target, headers: head.headers }, current);
+        metrics.request(ans.route, ans.status);
+        return ans;
+      },
+    });
+  });
   server.maxConnections = opts.maxConnections ?? 1024;
 
-  const health = createServer({ maxHeaderSize: 8192 }, (req, res) => {
+  const health = createHttpServer({ maxHeaderSize: 8192 }, (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/healthz') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
     if (path === '/readyz') {
@@ -123,7 +138,19 @@ export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
     reload: () => source.check(),
     async close() {
       source.close();
-      await Promise.all([shut(server), shut(health)]);
+      const closed = Promise.all([
+        new Promise<void>((resolve) => server.close(() => resolve())),
+        new Promise<void>((resolve) => health.close(() => resolve())),
+      ]);
+      health.closeIdleConnections();
+      // Every answer is written synchronously, so no connection is in the middle of one: end them.
+      for (const socket of sockets) socket.end();
+      const force = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+        health.closeAllConnections();
+      }, 3_000);
+      await closed;
+      clearTimeout(force);
     },
   };
 }
@@ -150,14 +177,5 @@ function listen(server: Server, port: number, host: string | undefined): Promise
       server.off('error', onError);
       resolve();
     });
-  });
-}
-
-function shut(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-    // Requests in flight get a moment to finish; then every connection is cut.
-    setTimeout(() => server.closeAllConnections(), 3_000).unref();
   });
 }

@@ -40,7 +40,8 @@ export type JsonPatchOp = { op: 'add'; path: string; value: unknown };
 
 export type Decision =
   | { inject: true; card: string; native: boolean; patch: JsonPatchOp[] }
-  | { inject: false; reason: string; card?: string };
+  /** `warn`: the Pod asked for the sidecar and should be told why it did not get it. */
+  | { inject: false; reason: string; card?: string; warn?: boolean };
 
 /** The name of the ConfigMap the controller publishes for an AgentCard. */
 export const cardConfigMapName = (card: string) => `${card}-agent-card`;
@@ -69,13 +70,22 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
   if (slash >= 0) {
     const ns = card.slice(0, slash);
     if (ns !== namespace) {
-      return { inject: false, reason: `AgentCard ${card} is not in the Pod's namespace ${namespace}`, card };
+      return {
+        inject: false,
+        reason: `AgentCard ${card} is not in the Pod's namespace ${namespace}`,
+        card,
+        warn: true,
+      };
     }
     card = card.slice(slash + 1);
   }
   // The ConfigMap name adds 11 characters and must stay within 253.
   if (!DNS_SUBDOMAIN.test(card) || card.length > 253 - 11) {
-    return { inject: false, reason: `'${requested.slice(0, 100)}' is not a valid AgentCard name` };
+    return {
+      inject: false,
+      reason: `'${requested.slice(0, 100)}' is not a valid AgentCard name`,
+      warn: true,
+    };
   }
   const spec = pod.spec;
   if (!spec) return { inject: false, reason: 'the Pod has no spec', card };
@@ -86,11 +96,21 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
   const taken = all.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort));
   const clash = [SIDECAR_PORT, SIDECAR_METRICS_PORT].find((p) => taken.includes(p));
   if (clash !== undefined) {
-    return { inject: false, reason: `port ${clash} is already used by a container of the Pod`, card };
+    return {
+      inject: false,
+      reason: `port ${clash} is already used by a container of the Pod`,
+      card,
+      warn: true,
+    };
   }
   const existingVolume = spec.volumes?.find((v) => v.name === CARD_VOLUME);
   if (existingVolume && existingVolume.configMap?.name !== cardConfigMapName(card)) {
-    return { inject: false, reason: `the Pod already has a different volume named ${CARD_VOLUME}`, card };
+    return {
+      inject: false,
+      reason: `the Pod already has a different volume named ${CARD_VOLUME}`,
+      card,
+      warn: true,
+    };
   }
 
   const native = useNativeSidecar(cfg.mode, cfg.serverVersion);
@@ -212,11 +232,7 @@ export function review(
   const decision = decide(request.object, namespace, cfg);
   if (!decision.inject) {
     // Tell the user why a Pod that asked for the sidecar did not get it (kubectl shows warnings).
-    if (decision.card !== undefined || decision.reason.includes('not a valid AgentCard name')) {
-      if (decision.reason !== 'the sidecar is already there') {
-        base.response.warnings = [`agentcard: sidecar not injected: ${decision.reason}`];
-      }
-    }
+    if (decision.warn) base.response.warnings = [`agentcard: sidecar not injected: ${decision.reason}`];
     return { response: base, decision };
   }
   base.response.patchType = 'JSONPatch';

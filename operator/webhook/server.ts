@@ -131,7 +131,7 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
       });
     } else {
       reviews.inc({ result: 'skipped' });
-      if (decision.card !== undefined) {
+      if (decision.warn) {
         log.info('sidecar not injected', {
           namespace: parsed.request.namespace,
           pod,

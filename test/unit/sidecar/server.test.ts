@@ -153,6 +153,8 @@ describe('sidecar server', () => {
     expect((await get(`${admin}/healthz`)).status).toBe(200);
     expect((await get(`${admin}/readyz`)).status).toBe(503);
     expect((await get(`${base}/.well-known/agent-card.json`)).status).toBe(503);
+    // An empty directory (a ConfigMap not published yet) is waited for, not counted as a failure.
+    expect((await get(`${admin}/metrics`)).body).toMatch(/^agentcard_sidecar_reload_failures_total 0$/m);
     await writeFile(join(dir, 'agent-card.json'), cardJson('9'));
     await sidecar.reload();
     expect((await get(`${admin}/readyz`)).status).toBe(200);
