@@ -2,50 +2,15 @@
  * The real `agentcard sidecar` command as a separate process, with the V8 flags the injected
  * container uses, against a directory laid out as the kubelet lays out a ConfigMap volume.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Pool, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIDECAR_NODE_OPTIONS } from '../../../operator/sidecar/runtime.ts';
 import { cardFiles, kubeletWrite, tempDir } from './fixtures.ts';
+import { BIN, spawnSidecar } from './spawn.ts';
+import type { Running } from './spawn.ts';
 
-const BIN = join(import.meta.dirname, '../../../bin/agentcard.js');
 const CARD_PATH = '/.well-known/agent-card.json';
-
-interface Running {
-  child: ChildProcess;
-  port: number;
-  metricsPort: number;
-  logs: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
-
-async function spawnSidecar(dir: string): Promise<Running> {
-  const child = spawn(
-    process.execPath,
-    [BIN, 'sidecar', '--dir', dir, '--port', '0', '--metrics-port', '0', '--address', '127.0.0.1'],
-    { env: { ...process.env, NODE_OPTIONS: SIDECAR_NODE_OPTIONS }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const logs: Record<string, unknown>[] = [];
-  const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('sidecar did not start within 15 s')), 15_000);
-    createInterface({ input: child.stderr! }).on('line', (line) => {
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      logs.push(entry);
-      if (entry.msg === 'listening') {
-        clearTimeout(timer);
-        resolve(entry);
-      }
-    });
-    void exited.then((code) => reject(new Error(`sidecar exited with ${code}`)));
-  });
-  const entry = await listening;
-  return { child, port: entry.port as number, metricsPort: entry.metricsPort as number, logs, exited };
-}
 
 async function fetchText(url: string, headers: Record<string, string> = {}) {
   const res = await request(url, { headers });
