@@ -34,6 +34,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // Field values: visible characters, spaces and tabs (obs-text allowed); no CR, LF or NUL.
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const CRLF2 = Buffer.from('\r\n\r\n');
+const LINGER_MS = 2_000;
 
 /** Parses one request head at the start of `buf`. Pure. */
 export function parseRequestHead(buf: Buffer, maxHeadBytes: number): ParseResult {
@@ -204,6 +205,10 @@ export function serveConnection(socket: Socket, opts: ConnectionOptions): void {
       closing = true;
       pending = undefined;
       socket.end();
+      // Lingering close: whatever the client still sends (an unread body) is discarded for a
+      // moment, so that closing does not reset the connection before the answer is read; then
+      // the connection goes, however much more arrives.
+      setTimeout(() => socket.destroy(), LINGER_MS).unref();
     } else if (!ok) {
       // Pipelined requests faster than the client reads: stop reading until it catches up.
       socket.pause();

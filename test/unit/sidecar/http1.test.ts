@@ -188,6 +188,28 @@ describe('serveConnection', () => {
     }
   });
 
+  it('closes a connection that keeps sending an unread body within the lingering time', async () => {
+    const { port } = await start();
+    const started = Date.now();
+    const result = await new Promise<{ text: string; ms: number }>((resolve, reject) => {
+      // Half-open: this client keeps sending after the server has finished its side.
+      const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (d: string) => (text += d));
+      socket.on('error', () => undefined); // a reset after the answer is fine
+      socket.on('close', () => resolve({ text, ms: Date.now() - started }));
+      socket.on('connect', () => {
+        socket.write('POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n');
+        const feed = setInterval(() => socket.write('x'.repeat(1000)), 50);
+        socket.on('close', () => clearInterval(feed));
+      });
+      setTimeout(() => reject(new Error('connection still open after 6 s')), 6000);
+    });
+    expect(result.text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(result.ms).toBeLessThan(5000);
+  });
+
   it('answers malformed and oversized heads with an error and closes', async () => {
     const { port, seen } = await start();
     const bad = await exchange(port, ['GET / HTTP/1.1\r\n\r\nGET /never HTTP/1.1\r\nHost: x\r\n\r\n']);
