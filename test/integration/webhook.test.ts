@@ -17,6 +17,7 @@ import { createLogger } from '../../operator/log.ts';
 import { SECRET_KEYS } from '../../operator/webhook/certs.ts';
 import { CARD_VOLUME, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../../operator/webhook/mutate.ts';
 import { startWebhook } from '../../operator/webhook/server.ts';
+import { syncCertSecret } from '../../operator/webhook/tls.ts';
 import type { Webhook } from '../../operator/webhook/server.ts';
 import { summarizeServing } from '../../operator/webhook/serving.ts';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
@@ -259,6 +260,25 @@ describe('sidecar injection webhook (real kube-apiserver)', () => {
       podBody(`same-${counter++}`, { [INJECT_ANNOTATION]: `${appNs.name}/weather` }),
     );
     expect(sidecarsOf(same)).toHaveLength(1);
+  });
+
+  it('two replicas starting together agree on one certificate, and renew it once', async () => {
+    const opts = {
+      namespace: operatorNs.name,
+      secretName: 'replicas-tls',
+      hosts: ['agentcard-webhook.x.svc'],
+    };
+    const [a, b] = await Promise.all([syncCertSecret(core, opts), syncCertSecret(core, opts)]);
+    expect(a.bundle.cert).toBe(b.bundle.cert);
+    expect([a.renewed, b.renewed].filter(Boolean)).toHaveLength(1);
+    const stored = await core.readNamespacedSecret({ name: 'replicas-tls', namespace: operatorNs.name });
+    expect(Buffer.from(stored.data![SECRET_KEYS.cert]!, 'base64').toString()).toBe(a.bundle.cert);
+    // 300 days later both see a certificate due for renewal; one renewal wins, same CA.
+    const later = { ...opts, now: new Date(Date.now() + 300 * 86_400_000) };
+    const [c, d] = await Promise.all([syncCertSecret(core, later), syncCertSecret(core, later)]);
+    expect(c.bundle.cert).toBe(d.bundle.cert);
+    expect(c.bundle.cert).not.toBe(a.bundle.cert);
+    expect(c.bundle.caCert).toBe(a.bundle.caCert);
   });
 
   it('puts the caBundle back when something else reverts it', async () => {
