@@ -31,8 +31,10 @@ export type ParseResult =
 
 // RFC 9110 section 5.6.2: token characters.
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-// Field values: visible characters, spaces and tabs (obs-text allowed); no CR, LF or NUL.
-const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+// Control characters a request head must not contain: anything below 0x20 but the tab, and DEL.
+// CR and LF appear only as the CRLF pairs that end lines (checked separately).
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const FORBIDDEN = /[\x00-\x08\x0a-\x1f\x7f]/;
 const CRLF2 = Buffer.from('\r\n\r\n');
 const LINGER_MS = 2_000;
 
@@ -50,10 +52,13 @@ export function parseRequestHead(buf: Buffer, maxHeadBytes: number): ParseResult
   if (end - start > maxHeadBytes)
     return { kind: 'error', status: 431, message: 'request header fields too large' };
   const text = buf.toString('latin1', start, end);
-  const lines = text.split('\r\n');
   const bad = (message: string): ParseResult => ({ kind: 'error', status: 400, message });
 
-  const parts = lines[0]!.split(' ');
+  let eol = text.indexOf('\r\n');
+  if (eol < 0) eol = text.length;
+  const requestLine = text.slice(0, eol);
+  if (FORBIDDEN.test(requestLine)) return bad('malformed request line');
+  const parts = requestLine.split(' ');
   if (parts.length !== 3) return bad('malformed request line');
   const [method, rawTarget, protocol] = parts as [string, string, string];
   if (!TOKEN.test(method)) return bad('malformed method');
@@ -67,23 +72,33 @@ export function parseRequestHead(buf: Buffer, maxHeadBytes: number): ParseResult
   if (target === undefined) return bad('malformed request target');
 
   const headers: Record<string, string> = {};
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]!;
+  for (let pos = eol + 2; pos < text.length;) {
+    let next = text.indexOf('\r\n', pos);
+    if (next < 0) next = text.length;
+    const first = text.charCodeAt(pos);
     // RFC 9112 section 5.2: obsolete line folding is rejected.
-    if (line[0] === ' ' || line[0] === '\t') return bad('obsolete line folding');
-    const colon = line.indexOf(':');
-    if (colon <= 0) return bad('malformed header field');
-    const name = line.slice(0, colon);
+    if (first === 0x20 || first === 0x09) return bad('obsolete line folding');
+    const colon = text.indexOf(':', pos);
+    if (colon <= pos || colon > next) return bad('malformed header field');
+    const name = text.slice(pos, colon);
     if (!TOKEN.test(name)) return bad('malformed header field name'); // also: no space before ':'
-    const value = line.slice(colon + 1).trim();
-    if (!FIELD_VALUE.test(value)) return bad('malformed header field value');
+    // The value without the optional whitespace around it (RFC 9110 section 5.5).
+    let vs = colon + 1;
+    let ve = next;
+    while (vs < ve && (text.charCodeAt(vs) === 0x20 || text.charCodeAt(vs) === 0x09)) vs++;
+    while (ve > vs && (text.charCodeAt(ve - 1) === 0x20 || text.charCodeAt(ve - 1) === 0x09)) ve--;
+    const value = text.slice(vs, ve);
+    // Also catches a bare CR or LF inside the line.
+    if (FORBIDDEN.test(value) || value.includes('\r')) return bad('malformed header field value');
     const key = name.toLowerCase();
-    if (key in headers) {
-      if (key === 'content-length' || key === 'host') return bad(`repeated ${key}`);
-      headers[key] += ', ' + value;
-    } else {
+    const previous = headers[key];
+    if (previous === undefined) {
       headers[key] = value;
+    } else {
+      if (key === 'content-length' || key === 'host') return bad(`repeated ${key}`);
+      headers[key] = previous + ', ' + value;
     }
+    pos = next + 2;
   }
   // RFC 9112 section 3.2: an HTTP/1.1 request carries exactly one Host.
   if (version === '1.1' && headers.host === undefined) return bad('missing Host');
@@ -138,44 +153,59 @@ export interface Reply {
 }
 
 /**
- * Serializes responses. The header lists of prepared documents and fixed answers are stable
- * objects, so their serialized form is cached per list (and per second, for the Date field).
+ * Serializes responses. The header lists (and bodies) of prepared documents and fixed answers
+ * are stable objects, so each complete response is built once per list, body and second (the
+ * Date field) and then written as it is.
  */
 export class ResponseWriter {
   private readonly keepAliveSeconds: number;
   private second = -1;
   private dateLine = '';
-  private readonly cache = new WeakMap<
-    string[],
-    { status: number; second: number; close: Buffer; open: Buffer }
-  >();
+  private readonly cache = new WeakMap<string[], CacheEntry[]>();
 
   constructor(keepAliveSeconds: number) {
     this.keepAliveSeconds = keepAliveSeconds;
   }
 
-  /** The complete response head (status line to the empty line). */
-  head(reply: Reply, close: boolean): Buffer {
+  /** The complete response: status line, fields, the empty line and the body. */
+  bytes(reply: Reply, close: boolean): Buffer {
     const now = Math.floor(Date.now() / 1000);
     if (now !== this.second) {
       this.second = now;
       this.dateLine = `Date: ${new Date(now * 1000).toUTCString()}\r\n`;
     }
-    const cached = this.cache.get(reply.headers);
-    if (cached && cached.second === now && cached.status === reply.status)
-      return close ? cached.close : cached.open;
+    let entries = this.cache.get(reply.headers);
+    const hit = entries?.find((e) => e.status === reply.status && e.body === reply.body && e.second === now);
+    if (hit) return close ? hit.close : hit.open;
     let text = `HTTP/1.1 ${reply.status} ${REASONS[reply.status] ?? 'Unknown'}\r\n`;
     for (let i = 0; i < reply.headers.length; i += 2)
       text += `${reply.headers[i]}: ${reply.headers[i + 1]}\r\n`;
     text += this.dateLine;
-    const open = Buffer.from(
-      `${text}Connection: keep-alive\r\nKeep-Alive: timeout=${this.keepAliveSeconds}\r\n\r\n`,
-      'latin1',
-    );
-    const closed = Buffer.from(`${text}Connection: close\r\n\r\n`, 'latin1');
-    this.cache.set(reply.headers, { status: reply.status, second: now, close: closed, open });
-    return close ? closed : open;
+    const build = (connection: string) => {
+      const head = Buffer.from(`${text}${connection}\r\n`, 'latin1');
+      return reply.body ? Buffer.concat([head, reply.body]) : head;
+    };
+    const entry: CacheEntry = {
+      status: reply.status,
+      body: reply.body,
+      second: now,
+      open: build(`Connection: keep-alive\r\nKeep-Alive: timeout=${this.keepAliveSeconds}\r\n`),
+      close: build('Connection: close\r\n'),
+    };
+    // At most one entry per status and body (GET and HEAD share a header list).
+    entries = (entries ?? []).filter((e) => e.status !== entry.status || e.body !== entry.body);
+    entries.push(entry);
+    this.cache.set(reply.headers, entries);
+    return close ? entry.close : entry.open;
   }
+}
+
+interface CacheEntry {
+  status: number;
+  body: Buffer | undefined;
+  second: number;
+  open: Buffer;
+  close: Buffer;
 }
 
 export interface ConnectionOptions {
@@ -199,8 +229,7 @@ export function serveConnection(socket: Socket, opts: ConnectionOptions): void {
   socket.on('error', () => socket.destroy());
 
   const send = (reply: Reply, close: boolean) => {
-    const head = opts.writer.head(reply, close);
-    const ok = reply.body ? socket.write(Buffer.concat([head, reply.body])) : socket.write(head);
+    const ok = socket.write(opts.writer.bytes(reply, close));
     if (close) {
       closing = true;
       pending = undefined;
