@@ -116,7 +116,7 @@ async function main(): Promise<void> {
         },
       );
       children.push(child);
-      await waitForOutput(child, 'stderr', '"card loaded"');
+      await waitForOutput(child, 'stderr', '"msg":"listening"');
       return child;
     };
     const bare = (options: string | undefined) => async (port: number) => {
