@@ -394,10 +394,15 @@ async function oneRun(kc: KubeConfig, run: number, namespaces: string[]): Promis
 /** What the numbers mean; kept next to the code that produces them. */
 const NOTES = `The operator's RSS is mostly code: a Node.js 24 process that strips TypeScript types starts at about
 58 MiB, and loading @kubernetes/client-node (its generated models and APIs) adds about 70 MiB, which
-is why the RSS is already near 150 MiB when the caches have synced (the operator sets
-\`--optimize-for-size\`, worth about 35 MiB). client-node 2.0 also opens a new TLS connection for every
-request; the operator reuses one connection pool per TLS setting (operator/kube/config.ts), and the
-floor script gets the same fix so that it stays a floor.`;
+is why the RSS is already near 150 MiB when the caches have synced. The operator sets V8's
+\`--optimize-for-size\` for itself: about 35 MiB less RSS at start and a peak near 175 MiB instead of
+about 360 MiB, paid with CPU (single runs without it: 5.5 s of CPU instead of about 8 s, ratio about 1.4x);
+the operator is CPU-bound on its one thread here (about 8 ms per card: two applies, one Event, two
+watch events, validation and signing, and the garbage collection of all that). Starting Node.js with
+\`--max-semi-space-size=4 --max-old-space-size=160\` instead (NODE_OPTIONS) measured 6.0 s of CPU and
+a 185 MiB peak in a single run. client-node 2.0 also opens a new TLS connection for every request; the
+operator reuses one connection pool per TLS setting (operator/kube/config.ts), and the floor script
+gets the same fix so that it stays a floor.`;
 
 async function deleteNamespaces(kc: KubeConfig, names: string[]): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
