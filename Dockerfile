@@ -46,6 +46,7 @@ COPY --from=build /app/operator ./operator
 ENV NODE_ENV=production
 USER 65532:65532
 EXPOSE 8080 9443 8095
-# distroless keeps node at /nodejs/bin/node (not on PATH); no shell is involved.
-ENTRYPOINT ["/nodejs/bin/node", "bin/agentcard.js"]
+# distroless keeps node at /nodejs/bin/node (not on PATH); no shell is involved. Absolute paths,
+# so `docker run -w /src ... validate --strict manifests/` works from any directory.
+ENTRYPOINT ["/nodejs/bin/node", "/app/bin/agentcard.js"]
 CMD ["operator"]

@@ -54,7 +54,9 @@ function imageArgv(args: string[], readable: string[] = []): [string, string[]] 
     `--allow-fs-read=${[app + '/', ...readable].join(',')}`,
     `--allow-fs-write=${writable}/`,
   ];
-  return [node, [...permission, ...entry, ...args]];
+  // Absolute paths in the ENTRYPOINT are paths inside the image.
+  const inImage = entry.map((a) => (a.startsWith('/') ? join(image.rootDir, a) : a));
+  return [node, [...permission, ...inImage, ...args]];
 }
 
 function runImage(args: string[], readable: string[] = []) {
@@ -80,7 +82,7 @@ describe('the Dockerfile', () => {
 
   it('runs as a numeric non-root user with `agentcard operator` by default', () => {
     expect(image.user).toMatch(/^[1-9][0-9]*(:[0-9]+)?$/);
-    expect(image.entrypoint.slice(1)).toEqual(['bin/agentcard.js']);
+    expect(image.entrypoint.slice(1)).toEqual([`${image.workdir}/bin/agentcard.js`]);
     expect(image.cmd).toEqual(['operator']);
   });
 
