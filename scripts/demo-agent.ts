@@ -1,6 +1,7 @@
 /**
  * The demo's A2A agent: a real @a2a-js/sdk server speaking A2A 1.0 on JSON-RPC and HTTP+JSON
- * (one HTTP port) and gRPC (another), on 127.0.0.1 only. It echoes every message back.
+ * (one HTTP port) and gRPC (another), on 127.0.0.1 only, plus their v0.3 forms through the
+ * SDK's compatibility layer. It echoes every message back.
  *
  * Run alone: `node scripts/demo-agent.ts` prints one JSON line with its three interface URLs
  * on stdout and serves until SIGINT/SIGTERM.
@@ -14,6 +15,7 @@ import { Role, type AgentCard } from '@a2a-js/sdk';
 import { DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
+import { LegacyA2AService, legacyGrpcService } from '@a2a-js/sdk/compat/v0_3/server/grpc';
 
 export type DemoAgentUrls = { jsonrpc: string; rest: string; grpc: string };
 export type DemoAgent = DemoAgentUrls & { close(): Promise<void> };
@@ -98,9 +100,11 @@ export async function startDemoAgent(): Promise<DemoAgent> {
 
   const requestHandler = new DefaultRequestHandler(sdkCard(urls), new InMemoryTaskStore(), echo);
   const userBuilder = UserBuilder.noAuthentication;
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
-  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder }));
+  const legacyCompat = { enabled: true };
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder, legacyCompat }));
   grpcServer.addService(A2AService, grpcService({ requestHandler, userBuilder }));
+  grpcServer.addService(LegacyA2AService, legacyGrpcService({ requestHandler, userBuilder }));
 
   return {
     ...urls,
