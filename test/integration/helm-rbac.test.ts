@@ -1,0 +1,349 @@
+/**
+ * The chart's RBAC is sufficient and minimal, proven with the real API server's authorizer.
+ *
+ * The chart is installed; the operator then runs out of cluster with the command line of the
+ * chart's Deployment and a TokenRequest token of the chart's ServiceAccount, through one cycle:
+ * leader election, informers ready, an AgentCard signed with a key Secret, published, its
+ * interfaces probed (a real @a2a-js/sdk agent on loopback), events, the serving summary of a
+ * Pod that asks for the card, and the admission webhook injecting the sidecar into that Pod.
+ *
+ * Sufficient: the cycle completes and the operator never got a 403.
+ * Minimal: for every verb of every rule bound to the ServiceAccount, the same cycle with only
+ * that verb removed fails (each cycle is bounded, and a 403 in the log ends it at once).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  RbacAuthorizationV1Api,
+  type V1ClusterRole,
+  type V1PolicyRule,
+  type V1Role,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createTestNamespace,
+  kubeConfig,
+  kubeConfigWithToken,
+  kubeconfigPath,
+  serviceAccountToken,
+  type TestNamespace,
+} from '../support/cluster.ts';
+import { runTool } from '../support/tools.ts';
+import { chartDir, repoRoot } from '../unit/helm/chart.ts';
+import { startDemoAgent, type DemoAgent } from '../../scripts/demo-agent.ts';
+import { generateSigningJwk } from '../../operator/card/keygen.ts';
+
+const kc = kubeConfig();
+const core = kc.makeApiClient(CoreV1Api);
+const apps = kc.makeApiClient(AppsV1Api);
+const custom = kc.makeApiClient(CustomObjectsApi);
+const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+const coordination = kc.makeApiClient(CoordinationV1Api);
+const eventsApi = kc.makeApiClient(EventsV1Api);
+
+/** One successful cycle takes a few seconds; a failing one is cut off here. */
+const CYCLE_TIMEOUT_MS = 25_000;
+
+let opNs: TestNamespace;
+let appNs: TestNamespace;
+let release: string;
+let fullname: string;
+let work: string;
+let tokenKubeconfig: string;
+let operatorArgs: string[];
+let agent: DemoAgent;
+let cycleNo = 0;
+
+function helm(args: string[]) {
+  return runTool('helm', args, { kubeconfig: kubeconfigPath(), timeoutMs: 120_000 });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  opNs = await createTestNamespace('rbac-operator');
+  appNs = await createTestNamespace('rbac-app');
+  release = `rb-${opNs.name.slice(-8)}`;
+  fullname = `${release}-agentcard-operator`;
+  const installed = await helm(['install', release, chartDir, '--namespace', opNs.name]);
+  if (installed.code !== 0) throw new Error(`helm install failed: ${installed.stderr}`);
+
+  // The operator's command line exactly as the chart's Deployment has it.
+  const deployment = await apps.readNamespacedDeployment({ name: fullname, namespace: opNs.name });
+  const container = deployment.spec!.template.spec!.containers.find((c) => c.name === 'operator')!;
+  operatorArgs = container.args ?? [];
+  const saName = deployment.spec!.template.spec!.serviceAccountName!;
+
+  work = mkdtempSync(join(tmpdir(), 'agentcard-rbac-'));
+  const token = await serviceAccountToken(opNs.name, saName, { expirationSeconds: 3600 });
+  tokenKubeconfig = join(work, 'kubeconfig');
+  writeFileSync(tokenKubeconfig, kubeConfigWithToken(token).exportConfig(), { mode: 0o600 });
+  agent = await startDemoAgent();
+}, 300_000);
+
+afterAll(async () => {
+  await agent?.close();
+  if (release) await helm(['uninstall', release, '--namespace', opNs.name]);
+  await appNs?.cleanup();
+  await opNs?.cleanup();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+type CycleResult = { ok: true } | { ok: false; reason: string };
+
+/** Replaces `--name=value` flags of the chart's command line; appends the rest. */
+function withFlags(args: string[], flags: Record<string, string | null>): string[] {
+  const out = args.filter((a) => !Object.keys(flags).some((f) => a === `--${f}` || a.startsWith(`--${f}=`)));
+  for (const [f, v] of Object.entries(flags)) if (v !== null) out.push(v === '' ? `--${f}` : `--${f}=${v}`);
+  return out;
+}
+
+/**
+ * One reconcile + probe + webhook cycle with the ServiceAccount's token. Starts from a clean
+ * slate for everything the operator creates once (Lease, webhook Secret), so that each verb is
+ * exercised by every cycle.
+ */
+async function cycle(): Promise<CycleResult> {
+  const n = ++cycleNo;
+  const card = `card-${n}`;
+  await deleteIfExists(() =>
+    coordination.deleteNamespacedLease({ name: 'agentcard-operator', namespace: opNs.name }),
+  );
+  await deleteIfExists(() =>
+    core.deleteNamespacedSecret({ name: `${fullname}-webhook-tls`, namespace: opNs.name }),
+  );
+
+  const [metricsPort, webhookPort] = [await freePort(), await freePort()];
+  const args = withFlags(operatorArgs.slice(1), {
+    kubeconfig: tokenKubeconfig,
+    'metrics-port': String(metricsPort),
+    'bind-address': '127.0.0.1',
+    'webhook-port': String(webhookPort),
+    namespace: appNs.name,
+    'probe-allow-cidr': '127.0.0.1/32',
+  });
+  let log = '';
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...args],
+    {
+      env: { ...process.env, POD_NAMESPACE: opNs.name, POD_NAME: `rbac-${n}`, KUBECONFIG: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.stdout!.on('data', (b: Buffer) => (log += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
+
+  const deadline = Date.now() + CYCLE_TIMEOUT_MS;
+  /** Polls `check` until it returns true; fails on a 403 in the log, an exit, or the deadline. */
+  const until = async (what: string, check: () => Promise<boolean>): Promise<void> => {
+    for (;;) {
+      const forbidden = log.split('\n').find((l) => /\b403\b|forbidden/i.test(l));
+      if (forbidden) throw new Error(`403 while waiting for ${what}: ${forbidden.slice(0, 300)}`);
+      if (child.exitCode !== null)
+        throw new Error(`operator exited (${child.exitCode}) before ${what}: ${log.slice(-500)}`);
+      if (await check().catch(() => false)) return;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  try {
+    await until('/readyz', async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).ok);
+    await until('the leader Lease', async () => {
+      const lease = await coordination.readNamespacedLease({
+        name: 'agentcard-operator',
+        namespace: opNs.name,
+      });
+      return Boolean(lease.spec?.holderIdentity?.startsWith(`rbac-${n}`));
+    });
+
+    const jwk = await generateSigningJwk('ES256', `rbac-${n}`);
+    await core.createNamespacedSecret({
+      namespace: appNs.name,
+      body: {
+        metadata: { name: `${card}-key`, labels: { 'agentcard.dev/signing-key': 'true' } },
+        stringData: { 'key.jwk': JSON.stringify(jwk) },
+      },
+    });
+    await custom.createNamespacedCustomObject({
+      group: 'agentcard.dev',
+      version: 'v1alpha1',
+      plural: 'agentcards',
+      namespace: appNs.name,
+      body: agentCardManifest(card),
+    });
+    // A Pod that asks for the card: the webhook injects the sidecar; the controller counts it.
+    const pod = await core.createNamespacedPod({
+      namespace: appNs.name,
+      body: {
+        metadata: { name: `${card}-pod`, annotations: { 'agentcard.dev/inject': card } },
+        spec: { containers: [{ name: 'agent', image: 'registry.example.com/agent:1' }] },
+      },
+    });
+    const names = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].map((c) => c.name);
+    if (!names.includes('agentcard-sidecar'))
+      throw new Error(`the webhook did not inject the sidecar (containers: ${names.join(', ')})`);
+
+    await until('Ready=True', async () => {
+      const obj = (await custom.getNamespacedCustomObject({
+        group: 'agentcard.dev',
+        version: 'v1alpha1',
+        plural: 'agentcards',
+        namespace: appNs.name,
+        name: card,
+      })) as {
+        status?: { conditions?: { type: string; status: string }[]; serving?: { podsRequesting?: number } };
+      };
+      const ready = obj.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+      return ready && (obj.status?.serving?.podsRequesting ?? 0) >= 1;
+    });
+    await until('the published ConfigMap', async () => {
+      const cm = await core.readNamespacedConfigMap({ name: `${card}-agent-card`, namespace: appNs.name });
+      return Boolean(cm.data?.['agent-card.json']);
+    });
+    await until('an event about the AgentCard', async () => {
+      const list = await eventsApi.listNamespacedEvent({ namespace: appNs.name });
+      return list.items.some((e) => e.regarding?.name === card && e.regarding.kind === 'AgentCard');
+    });
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+  } finally {
+    await new Promise<void>((done) => {
+      if (child.exitCode !== null) return done();
+      child.once('exit', () => done());
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+    });
+  }
+}
+
+function agentCardManifest(name: string) {
+  const iface = (url: string, protocolBinding: string) => ({ url, protocolBinding, protocolVersion: '1.0' });
+  return {
+    apiVersion: 'agentcard.dev/v1alpha1',
+    kind: 'AgentCard',
+    metadata: { name },
+    spec: {
+      card: {
+        name: 'RBAC test agent',
+        description: 'An echo agent that the RBAC test probes on all three bindings',
+        version: '1.0.0',
+        supportedInterfaces: [
+          iface(agent.jsonrpc, 'JSONRPC'),
+          iface(agent.rest, 'HTTP+JSON'),
+          iface(agent.grpc, 'GRPC'),
+        ],
+        capabilities: {},
+        defaultInputModes: ['text/plain'],
+        defaultOutputModes: ['text/plain'],
+        skills: [{ id: 'echo', name: 'Echo', description: 'Echoes the message', tags: ['echo'] }],
+      },
+      signing: { keys: [{ secretRef: { name: `${name}-key`, key: 'key.jwk' } }] },
+    },
+  };
+}
+
+async function deleteIfExists(fn: () => Promise<unknown>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    if ((err as { code?: number }).code !== 404) throw err;
+  }
+}
+
+type BoundRole =
+  | { kind: 'ClusterRole'; name: string; read: () => Promise<V1ClusterRole> }
+  | { kind: 'Role'; name: string; namespace: string; read: () => Promise<V1Role> };
+
+/** The (Cluster)Roles the chart binds to its ServiceAccount. */
+async function boundRoles(): Promise<BoundRole[]> {
+  const out: BoundRole[] = [];
+  for (const b of (await rbac.listClusterRoleBinding()).items) {
+    if (b.roleRef.name.startsWith(fullname) && b.subjects?.some((s) => s.namespace === opNs.name)) {
+      const name = b.roleRef.name;
+      out.push({ kind: 'ClusterRole', name, read: () => rbac.readClusterRole({ name }) });
+    }
+  }
+  for (const b of (await rbac.listNamespacedRoleBinding({ namespace: opNs.name })).items) {
+    const name = b.roleRef.name;
+    out.push({
+      kind: 'Role',
+      name,
+      namespace: opNs.name,
+      read: () => rbac.readNamespacedRole({ name, namespace: opNs.name }),
+    });
+  }
+  return out;
+}
+
+async function writeRules(role: BoundRole, rules: V1PolicyRule[]): Promise<void> {
+  if (role.kind === 'ClusterRole') {
+    const current = await role.read();
+    await rbac.replaceClusterRole({ name: role.name, body: { ...current, rules } });
+  } else {
+    const current = await role.read();
+    await rbac.replaceNamespacedRole({
+      name: role.name,
+      namespace: role.namespace,
+      body: { ...current, rules },
+    });
+  }
+  // The authorizer reads RBAC from the API server's watch cache; give it a moment.
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
+function describeRule(rule: V1PolicyRule, verb: string): string {
+  const groups = (rule.apiGroups ?? []).map((g) => g || 'core').join(',');
+  const names = rule.resourceNames?.length ? ` (${rule.resourceNames.join(',')})` : '';
+  return `${verb} ${rule.resources?.join(',')} [${groups}]${names}`;
+}
+
+describe("the chart's RBAC, with the operator out of cluster on the ServiceAccount's token", () => {
+  it('is sufficient: a whole cycle with no 403', async () => {
+    const result = await cycle();
+    expect(result).toEqual({ ok: true });
+  }, 60_000);
+
+  it('is minimal: removing any one verb of any rule breaks the cycle', async () => {
+    const roles = await boundRoles();
+    expect(roles.length).toBeGreaterThanOrEqual(2);
+    const unneeded: string[] = [];
+    for (const role of roles) {
+      const original = (await role.read()).rules ?? [];
+      for (let i = 0; i < original.length; i++) {
+        for (const verb of original[i]!.verbs) {
+          const rules = original
+            .map((rule, j) => (j === i ? { ...rule, verbs: rule.verbs.filter((v) => v !== verb) } : rule))
+            .filter((rule) => rule.verbs.length > 0);
+          await writeRules(role, rules);
+          try {
+            const result = await cycle();
+            if (result.ok) unneeded.push(`${role.kind} ${role.name}: ${describeRule(original[i]!, verb)}`);
+          } finally {
+            await writeRules(role, original);
+          }
+        }
+      }
+    }
+    expect(unneeded).toEqual([]);
+  }, 1_800_000);
+});
