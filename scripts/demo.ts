@@ -33,6 +33,7 @@ const USAGE = `usage: npm run demo [-- --once] [--namespace NS]
 `;
 
 class StepError extends Error {}
+class UsageError extends Error {}
 
 /** Things to undo, newest first, whatever happens. */
 const cleanups: { what: string; run: () => Promise<void> }[] = [];
@@ -138,14 +139,19 @@ async function waitForHttp(
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      once: { type: 'boolean' },
-      namespace: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  let values: { once?: boolean; namespace?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        once: { type: 'boolean' },
+        namespace: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(`${err instanceof Error ? err.message : String(err)} (see npm run demo -- --help)`);
+  }
   if (values.help) {
     process.stdout.write(USAGE);
     return 0;
@@ -262,7 +268,9 @@ async function main(argv: string[]): Promise<number> {
         const table = await runTool('kubectl', ['get', 'agentcards', '-n', namespace, '-o', 'wide'], {
           kubeconfig: kubeconfigFile,
         });
-        throw new Error(`${err instanceof Error ? err.message : String(err)}\n${table.stdout}`, { cause: err });
+        throw new Error(`${err instanceof Error ? err.message : String(err)}\n${table.stdout}`, {
+          cause: err,
+        });
       }
     },
     () => 'all Ready',
@@ -394,11 +402,9 @@ main(process.argv.slice(2)).then(
     process.exit(code);
   },
   async (err: unknown) => {
-    failed = true;
-    process.stderr.write(
-      `demo: ${err instanceof StepError ? err.message : err instanceof Error ? err.message : String(err)}\n`,
-    );
+    failed = !(err instanceof UsageError);
+    process.stderr.write(`demo: ${err instanceof Error ? err.message : String(err)}\n`);
     await cleanup();
-    process.exit(1);
+    process.exit(err instanceof UsageError ? 2 : 1);
   },
 );
