@@ -9,12 +9,20 @@ import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   AppsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import {
+  createTestNamespace,
+  kubeConfig,
+  kubeConfigWithToken,
+  kubeconfigPath,
+  serviceAccountToken,
+  type TestNamespace,
+} from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
 
@@ -92,6 +100,54 @@ describe('helm install into the control plane', () => {
     expect(pods).toHaveLength(2);
     const events = await core.listNamespacedEvent({ namespace: ns.name });
     expect(events.items.filter((e) => e.reason === 'FailedCreate').map((e) => e.message)).toEqual([]);
+  });
+
+  it("narrows the ServiceAccount's writes below RBAC with the ValidatingAdmissionPolicy", async () => {
+    const token = await serviceAccountToken(ns.name, `${release}-agentcard-operator`);
+    const asOperator = kubeConfigWithToken(token).makeApiClient(CoreV1Api);
+    const coordination = kubeConfigWithToken(token).makeApiClient(CoordinationV1Api);
+    const denied = async (what: string, fn: () => Promise<unknown>) => {
+      const err = await fn().then(
+        () => undefined,
+        (e: { code?: number; body?: string }) => e,
+      );
+      expect(err, what).toBeDefined();
+      expect(err!.code, what).toBe(403);
+      expect(String(err!.body), what).toMatch(/ValidatingAdmissionPolicy|agentcard-operator may only write/);
+    };
+    // RBAC lets the operator create ConfigMaps anywhere; the policy only its own.
+    await denied('a ConfigMap it does not own', () =>
+      asOperator.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'not-ours' } } }),
+    );
+    await denied('a Secret other than its webhook certificate', () =>
+      asOperator.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'not-ours' } } }),
+    );
+    await denied('a Lease other than its own', () =>
+      coordination.createNamespacedLease({
+        namespace: ns.name,
+        body: { metadata: { name: 'not-ours' }, spec: {} },
+      }),
+    );
+    // What it does write passes: a published ConfigMap owned by an AgentCard.
+    const cm = await asOperator.createNamespacedConfigMap({
+      namespace: ns.name,
+      body: {
+        metadata: {
+          name: 'demo-agent-card',
+          labels: { 'app.kubernetes.io/managed-by': 'agentcard-operator', 'agentcard.dev/card': 'demo' },
+          ownerReferences: [
+            {
+              apiVersion: 'agentcard.dev/v1alpha1',
+              kind: 'AgentCard',
+              name: 'demo',
+              uid: '00000000-0000-4000-8000-000000000001',
+            },
+          ],
+        },
+        data: { 'agent-card.json': '{}' },
+      },
+    });
+    expect(cm.metadata?.name).toBe('demo-agent-card');
   });
 
   it('keeps the caBundle the operator writes across helm upgrade', async () => {

@@ -335,6 +335,23 @@ describe('RBAC', async () => {
     expect(checked).toBeGreaterThanOrEqual(8);
   });
 
+  it('narrows writes RBAC cannot limit with a ValidatingAdmissionPolicy bound to the ServiceAccount', () => {
+    const policy = r.one('ValidatingAdmissionPolicy') as K8sObject & {
+      spec: { matchConditions: { expression: string }[]; validations: { expression: string }[] };
+    };
+    expect(policy.spec.matchConditions[0]!.expression).toBe(
+      `request.userInfo.username == "system:serviceaccount:${NAMESPACE}:${fullname}"`,
+    );
+    const rules = policy.spec.validations.map((v) => v.expression).join('\n');
+    expect(rules).toContain(`object.metadata.name == "${fullname}-webhook-tls"`);
+    expect(rules).toContain('object.metadata.name == "agentcard-operator"');
+    expect(rules).toContain('variables.ownedByAgentCard');
+    const binding = r.one('ValidatingAdmissionPolicyBinding') as K8sObject & {
+      spec: { policyName: string; validationActions: string[] };
+    };
+    expect(binding.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
+  });
+
   it('lets the built-in view/edit roles see AgentCards', () => {
     const view = r.one('ClusterRole', `${fullname}-view`);
     expect(view.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view']).toBe('true');
