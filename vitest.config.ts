@@ -16,6 +16,8 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          // Builds (first run on a machine only) and starts the local control plane once per run.
+          globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 300_000,
           fileParallelism: false,

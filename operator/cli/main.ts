@@ -7,14 +7,32 @@ import { UserError, describeError } from '../errors.ts';
 type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
 
 const commands: Record<string, Command> = {
-  validate: { summary: 'validate AgentCard manifests or card JSON', load: () => import('./commands/validate.ts') },
-  render: { summary: 'render the served card (v1 or v0.3) from a manifest', load: () => import('./commands/render.ts') },
-  sign: { summary: 'sign a card with one or more keys (JCS + detached JWS)', load: () => import('./commands/sign.ts') },
+  validate: {
+    summary: 'validate AgentCard manifests or card JSON',
+    load: () => import('./commands/validate.ts'),
+  },
+  render: {
+    summary: 'render the served card (v1 or v0.3) from a manifest',
+    load: () => import('./commands/render.ts'),
+  },
+  sign: {
+    summary: 'sign a card with one or more keys (JCS + detached JWS)',
+    load: () => import('./commands/sign.ts'),
+  },
   verify: { summary: 'verify a signed card against a JWKS', load: () => import('./commands/verify.ts') },
   keygen: { summary: 'generate a private signing JWK', load: () => import('./commands/keygen.ts') },
-  probe: { summary: 'prove that each interface speaks its declared binding', load: () => import('./commands/probe.ts') },
-  sidecar: { summary: 'serve a published card at /.well-known/', load: () => import('./commands/sidecar.ts') },
-  operator: { summary: 'run the controller (and its admission webhook)', load: () => import('./commands/operator.ts') },
+  probe: {
+    summary: 'prove that each interface speaks its declared binding',
+    load: () => import('./commands/probe.ts'),
+  },
+  sidecar: {
+    summary: 'serve a published card at /.well-known/',
+    load: () => import('./commands/sidecar.ts'),
+  },
+  operator: {
+    summary: 'run the controller (and its admission webhook)',
+    load: () => import('./commands/operator.ts'),
+  },
 };
 
 function usage(): string {
@@ -30,7 +48,8 @@ async function main(argv: string[]): Promise<number> {
     return name ? 0 : 2;
   }
   const command = commands[name];
-  if (!command) throw new UserError(`unknown command '${name}' (known: ${Object.keys(commands).join(', ')})`, 2);
+  if (!command)
+    throw new UserError(`unknown command '${name}' (known: ${Object.keys(commands).join(', ')})`, 2);
   const module = await command.load();
   return module.run(rest);
 }
@@ -43,7 +62,8 @@ main(process.argv.slice(2)).then(
     // Every failure ends as one line on stderr; stack traces only when asked for.
     const code = err instanceof UserError ? err.exitCode : 1;
     process.stderr.write(`agentcard: ${describeError(err)}\n`);
-    if (process.env.AGENTCARD_DEBUG && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
+    if (process.env.AGENTCARD_DEBUG && err instanceof Error && err.stack)
+      process.stderr.write(err.stack + '\n');
     process.exitCode = code;
   },
 );
