@@ -106,26 +106,35 @@ describe('helm install into the control plane', () => {
     const token = await serviceAccountToken(ns.name, `${release}-agentcard-operator`);
     const asOperator = kubeConfigWithToken(token).makeApiClient(CoreV1Api);
     const coordination = kubeConfigWithToken(token).makeApiClient(CoordinationV1Api);
-    const denied = async (what: string, fn: () => Promise<unknown>) => {
-      const err = await fn().then(
-        () => undefined,
-        (e: { code?: number; body?: string }) => e,
-      );
-      expect(err, what).toBeDefined();
-      expect(err!.code, what).toBe(403);
-      expect(String(err!.body), what).toMatch(/ValidatingAdmissionPolicy|agentcard-operator may only write/);
+    // A new policy takes effect once the API server's admission plugin has loaded it; until then
+    // try again with a fresh name (each try is a new object).
+    const denied = async (what: string, create: (name: string) => Promise<unknown>) => {
+      const deadline = Date.now() + 20_000;
+      for (let i = 0; ; i++) {
+        const err = await create(`not-ours-${i}`).then(
+          () => undefined,
+          (e: { code?: number; body?: string }) => e,
+        );
+        if (err || Date.now() > deadline) {
+          expect(err, what).toBeDefined();
+          expect(err!.code, `${what}: ${String(err!.body).slice(0, 300)}`).toBe(403);
+          expect(String(err!.body), what).toMatch(/agentcard-operator may only write/);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
     };
     // RBAC lets the operator create ConfigMaps anywhere; the policy only its own.
-    await denied('a ConfigMap it does not own', () =>
-      asOperator.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'not-ours' } } }),
+    await denied('a ConfigMap it does not own', (name) =>
+      asOperator.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name } } }),
     );
-    await denied('a Secret other than its webhook certificate', () =>
-      asOperator.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'not-ours' } } }),
+    await denied('a Secret other than its webhook certificate', (name) =>
+      asOperator.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name } } }),
     );
-    await denied('a Lease other than its own', () =>
+    await denied('a Lease other than its own', (name) =>
       coordination.createNamespacedLease({
         namespace: ns.name,
-        body: { metadata: { name: 'not-ours' }, spec: {} },
+        body: { metadata: { name }, spec: {} },
       }),
     );
     // What it does write passes: a published ConfigMap owned by an AgentCard.

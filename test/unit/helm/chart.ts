@@ -7,12 +7,16 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { ensureTools, helmPath } from '../../support/tools.ts';
 
 export const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
 export const chartDir = join(repoRoot, 'helm', 'agentcard-operator');
 
+// The real helm 4 binary the control plane's tools module pins (unpacked on first use).
+await ensureTools((line) => process.stderr.write(`${line}\n`));
+
 export function helmBin(): string {
-  return process.env.HELM_BIN ?? 'helm';
+  return helmPath();
 }
 
 export type K8sObject = {
