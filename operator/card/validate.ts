@@ -1,0 +1,111 @@
+/**
+ * Validation of a card or of a whole AgentCard spec: the strict schema (unknown fields are
+ * errors, with their path), credential detection (always errors) and lint (warnings, or errors
+ * with `strict`). A card is returned only when there is no error.
+ */
+import { findCredentials, REDACTED } from './credentials.ts';
+import { lintCard } from './lint.ts';
+import { hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
+import { renderV1 } from './render.ts';
+import { z } from 'zod';
+import { API_VERSION, AgentCardSpecSchema, KIND, type AgentCardSpec } from './resource.ts';
+import { AgentCardInputSchema, LEGACY_FIELDS, type AgentCard, type AgentCardInput } from './schema.ts';
+
+export type { Problem } from './problem.ts';
+export type ValidateOptions = { strict?: boolean };
+
+/** The v1.0 card of an input: the pre-1.0 fields removed (rendering ignores them anyway). */
+export function toAgentCard(input: AgentCardInput): AgentCard {
+  const card: Record<string, unknown> = { ...input };
+  for (const field of Object.keys(LEGACY_FIELDS)) {
+    const [head, tail] = field.split('.') as [string, string | undefined];
+    if (tail === undefined) {
+      delete card[head];
+    } else if (card[head] && typeof card[head] === 'object') {
+      const { [tail]: _dropped, ...rest } = card[head] as Record<string, unknown>;
+      card[head] = rest;
+    }
+  }
+  return card as AgentCard;
+}
+
+/** Applies --strict, and keeps object keys that look like credentials out of every path. */
+function finish(problems: Problem[], secretKeys: string[], opts: ValidateOptions): Problem[] {
+  const redact = (text: string) => secretKeys.reduce((t, key) => t.split(key).join(REDACTED), text);
+  return problems.map((p) => ({
+    path: secretKeys.length ? redact(p.path) : p.path,
+    message: secretKeys.length ? redact(p.message) : p.message,
+    severity: opts.strict ? 'error' : p.severity,
+  }));
+}
+
+function checkCard(
+  input: unknown,
+  parsed: AgentCardInput | undefined,
+  prefix: PathSegment[],
+): { card?: AgentCard; problems: Problem[]; secretKeys: string[] } {
+  const { problems, secretKeys } = findCredentials(input, prefix);
+  if (!parsed) return { problems, secretKeys };
+  const card = toAgentCard(parsed);
+  problems.push(...lintCard(parsed, renderV1(card), prefix));
+  return { card, problems, secretKeys };
+}
+
+/** Validates a bare card (a JSON object as served, `signatures` allowed). */
+export function validateCard(
+  input: unknown,
+  opts: ValidateOptions = {},
+): { card?: AgentCard; problems: Problem[] } {
+  const result = AgentCardInputSchema.safeParse(input);
+  const problems = result.success ? [] : problemsFromZod(result.error);
+  const checked = checkCard(input, result.data, []);
+  problems.push(...checked.problems);
+  const all = finish(problems, checked.secretKeys, opts);
+  return hasErrors(all) ? { problems: all } : { card: checked.card, problems: all };
+}
+
+/** Validates the spec of an AgentCard resource; paths start with `spec.`. */
+export function validateSpec(
+  spec: unknown,
+  opts: ValidateOptions = {},
+): { spec?: AgentCardSpec; card?: AgentCard; problems: Problem[] } {
+  const result = AgentCardSpecSchema.safeParse(spec);
+  const problems = result.success ? [] : problemsFromZod(result.error, ['spec']);
+  const rawCard = spec && typeof spec === 'object' ? (spec as Record<string, unknown>).card : undefined;
+  const checked = checkCard(rawCard, result.data?.card, ['spec', 'card']);
+  problems.push(...checked.problems);
+  const all = finish(problems, checked.secretKeys, opts);
+  return hasErrors(all) ? { problems: all } : { spec: result.data, card: checked.card, problems: all };
+}
+
+/** metadata.name: a DNS subdomain short enough for the "<name>-agent-card" ConfigMap. */
+const EnvelopeSchema = z.strictObject({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND),
+  metadata: z.looseObject({
+    name: z
+      .string()
+      .max(242)
+      .regex(
+        /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+        'must be a DNS subdomain name',
+      ),
+    namespace: z.string().optional(),
+  }),
+  spec: z.unknown(),
+  status: z.unknown().optional(),
+});
+
+/** Validates a whole AgentCard manifest: its envelope (apiVersion, kind, metadata.name) and spec. */
+export function validateResource(
+  resource: unknown,
+  opts: ValidateOptions = {},
+): { spec?: AgentCardSpec; card?: AgentCard; problems: Problem[] } {
+  const envelope = EnvelopeSchema.safeParse(resource);
+  const envelopeProblems = envelope.success ? [] : problemsFromZod(envelope.error);
+  const spec =
+    resource && typeof resource === 'object' ? (resource as Record<string, unknown>).spec : undefined;
+  const result = validateSpec(spec, opts);
+  const problems = [...envelopeProblems, ...result.problems];
+  return hasErrors(problems) ? { problems } : { ...result, problems };
+}

@@ -1,0 +1,117 @@
+/**
+ * Verification (A2A spec section 8.4.3): recompute the payload (RFC 8785 canonical JSON of the
+ * card without `signatures`, exactly as received), then check each signature against the keys of
+ * a trusted JWKS selected by the header's `kid`. One valid signature suffices. The `jku` header
+ * is never fetched unless the caller passes `resolveJku` (a key source it trusts).
+ */
+import * as jose from 'jose';
+import { describeError } from '../errors.ts';
+import { signingPayload } from './jcs.ts';
+import { SIGNING_ALGS } from './resource.ts';
+import type { JWK } from './sign.ts';
+
+export type JWKS = { keys: JWK[] };
+export type SignatureResult = { kid?: string; alg?: string; ok: boolean; error?: string };
+export type VerifyResult = { verified: boolean; kid?: string; results: SignatureResult[] };
+export type VerifyOptions = {
+  /** Called with a header's jku to get more trusted keys; without it, jku is ignored. */
+  resolveJku?: (jku: string) => Promise<JWKS>;
+};
+
+const encoder = new TextEncoder();
+const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
+
+/** The public members of a JWK: a verifier needs (and should trust) no more. */
+export function publicPart(jwk: JWK): JWK {
+  return Object.fromEntries(Object.entries(jwk).filter(([name]) => !PRIVATE_MEMBERS.has(name))) as JWK;
+}
+
+function usableFor(jwk: JWK, kid: string, alg: string): boolean {
+  if (jwk.kid !== kid) return false;
+  if (jwk.use !== undefined && jwk.use !== 'sig') return false;
+  if (jwk.alg !== undefined && jwk.alg !== alg) return false;
+  if (jwk.key_ops !== undefined && !jwk.key_ops.includes('verify')) return false;
+  return true;
+}
+
+async function verifyOne(
+  entry: unknown,
+  encodedPayload: string,
+  jwks: JWKS,
+  opts: VerifyOptions,
+): Promise<SignatureResult> {
+  if (!entry || typeof entry !== 'object') return { ok: false, error: 'signature entry is not an object' };
+  const sig = entry as Record<string, unknown>;
+  if (typeof sig.protected !== 'string' || typeof sig.signature !== 'string') {
+    return { ok: false, error: 'signature entry needs "protected" and "signature" strings' };
+  }
+  let header: jose.ProtectedHeaderParameters;
+  try {
+    header = jose.decodeProtectedHeader({ protected: sig.protected, payload: '', signature: '' });
+  } catch {
+    return { ok: false, error: 'protected header is not base64url JSON' };
+  }
+  const { kid, alg } = header;
+  if (typeof alg !== 'string' || !(SIGNING_ALGS as readonly string[]).includes(alg)) {
+    return { kid, ok: false, error: `unsupported or missing alg${alg ? ` ${String(alg)}` : ''}` };
+  }
+  if (typeof kid !== 'string' || !kid) return { alg, ok: false, error: 'protected header has no kid' };
+
+  let candidates = jwks.keys.filter((k) => usableFor(k, kid, alg));
+  if (candidates.length === 0 && typeof header.jku === 'string' && opts.resolveJku) {
+    try {
+      candidates = (await opts.resolveJku(header.jku)).keys.filter((k) => usableFor(k, kid, alg));
+    } catch (err) {
+      return { kid, alg, ok: false, error: `cannot get the jku key set: ${describeError(err)}` };
+    }
+  }
+  if (candidates.length === 0)
+    return { kid, alg, ok: false, error: `no trusted key with kid "${kid}" for ${alg}` };
+
+  let lastError = 'signature does not match';
+  for (const jwk of candidates) {
+    try {
+      const key = await jose.importJWK(publicPart(jwk), alg);
+      await jose.flattenedVerify(
+        {
+          protected: sig.protected,
+          payload: encodedPayload,
+          signature: sig.signature,
+          ...(sig.header && typeof sig.header === 'object'
+            ? { header: sig.header as jose.JWSHeaderParameters }
+            : {}),
+        },
+        key,
+        { algorithms: [...SIGNING_ALGS] },
+      );
+      return { kid, alg, ok: true };
+    } catch (err) {
+      lastError =
+        err instanceof jose.errors.JWSSignatureVerificationFailed
+          ? 'signature does not match'
+          : describeError(err);
+    }
+  }
+  return { kid, alg, ok: false, error: lastError };
+}
+
+/** Verifies the signatures of a card against a trusted JWKS; reports which kid verified. */
+export async function verifyCard(card: unknown, jwks: JWKS, opts: VerifyOptions = {}): Promise<VerifyResult> {
+  if (!card || typeof card !== 'object' || Array.isArray(card)) {
+    return { verified: false, results: [{ ok: false, error: 'the card is not a JSON object' }] };
+  }
+  const signatures = (card as Record<string, unknown>).signatures;
+  if (!Array.isArray(signatures) || signatures.length === 0) {
+    return { verified: false, results: [{ ok: false, error: 'the card has no signatures' }] };
+  }
+  let encodedPayload: string;
+  try {
+    encodedPayload = jose.base64url.encode(encoder.encode(signingPayload(card as Record<string, unknown>)));
+  } catch (err) {
+    return { verified: false, results: [{ ok: false, error: describeError(err) }] };
+  }
+  const results: SignatureResult[] = [];
+  for (const entry of signatures) results.push(await verifyOne(entry, encodedPayload, jwks, opts));
+  const first = results.find((r) => r.ok);
+  return first ? { verified: true, kid: first.kid, results } : { verified: false, results };
+}

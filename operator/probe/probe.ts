@@ -1,0 +1,103 @@
+/**
+ * probeInterface: ask one AgentInterface the A2A question of its declared binding and version
+ * and return the verdict with its timings. Planning (calls.ts) and judging (classify.ts) are
+ * pure; this module only wires them to the network (http.ts, grpc.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { planProbe } from './calls.ts';
+import { classify } from './classify.ts';
+import type { CaOption, Resolver } from './connect.ts';
+import { grpcExchange } from './grpc.ts';
+import { type ExchangeResult, httpExchange } from './http.ts';
+import type { AddressPolicy } from './policy.ts';
+import { BODY_LIMIT_BYTES, type ProbePhases, type ProbeResult, type ProbeTarget } from './types.ts';
+
+export interface ProbeOptions {
+  /** Total deadline of the probe: DNS, connect, TLS, request and response. */
+  timeoutMs: number;
+  policy: AddressPolicy;
+  /** Headers for this interface only (credentials); never sent anywhere else. */
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Deadline for TCP connect plus TLS handshake; default min(timeoutMs, 3000). */
+  connectTimeoutMs?: number;
+  resolver?: Resolver;
+  /** Extra trusted CAs (PEM) on top of the system's. */
+  ca?: CaOption;
+  bodyLimitBytes?: number;
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Headers that belong to the probe's own framing and protocol, not to credentials.
+const RESERVED = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'te',
+  'upgrade',
+]);
+
+/** Throws on a header that cannot be sent; the message names the header, never its value. */
+export function checkHeaders(headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TOKEN.test(name)) throw new Error(`header name '${name}' is not a valid HTTP token`);
+    if (RESERVED.has(name.toLowerCase()) || name.toLowerCase().startsWith('grpc-')) {
+      throw new Error(`header '${name}' is set by the probe itself`);
+    }
+    if (/[\r\n\0]/.test(value)) throw new Error(`header '${name}' has a value with a line break or NUL`);
+  }
+}
+
+const round = (ms: number) => Math.round(ms);
+
+export async function probeInterface(target: ProbeTarget, opts: ProbeOptions): Promise<ProbeResult> {
+  const base = {
+    url: target.url,
+    protocolBinding: target.protocolBinding,
+    protocolVersion: target.protocolVersion,
+  };
+  const plan = planProbe(target, { taskId: randomUUID(), rpcId: `agentcard-probe-${randomUUID()}` });
+  if (plan.transport === 'none') {
+    return {
+      ...base,
+      reachable: false,
+      reason: 'Unsupported',
+      message: plan.message,
+      latencyMs: 0,
+      phases: {},
+    };
+  }
+  const headers = opts.headers ?? {};
+  checkHeaders(headers);
+
+  const start = performance.now();
+  const deadline = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
+  const phases: ProbePhases = {};
+  const exchangeOpts = {
+    policy: opts.policy,
+    resolver: opts.resolver,
+    connectTimeoutMs: opts.connectTimeoutMs ?? Math.min(opts.timeoutMs, 3000),
+    signal,
+    phases,
+    ca: opts.ca,
+    headers,
+    bodyLimit: opts.bodyLimitBytes ?? BODY_LIMIT_BYTES,
+    deadlineAt: start + opts.timeoutMs,
+  };
+  const exchange: ExchangeResult =
+    plan.transport === 'http'
+      ? await httpExchange(plan, exchangeOpts)
+      : await grpcExchange(plan, exchangeOpts);
+  const end = performance.now();
+  if (exchange.readyAt !== undefined && exchange.observation.kind !== 'failure') {
+    phases.requestMs = Math.round((end - exchange.readyAt) * 100) / 100;
+  }
+  const verdict = classify(plan.expect, exchange.observation);
+  if (exchange.note) verdict.message += ` (${exchange.note})`;
+  const result: ProbeResult = { ...base, ...verdict, latencyMs: round(end - start), phases };
+  if (exchange.tlsNotAfter) result.tlsNotAfter = exchange.tlsNotAfter;
+  return result;
+}

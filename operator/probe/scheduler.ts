@@ -1,0 +1,267 @@
+/**
+ * Runs the probes of many AgentCards, each on its own jittered schedule, through shared global
+ * and per-host concurrency limits. The controller tells it what to probe (`upsert`, `remove`)
+ * and gets every card's full result list back through `onResults` after each round; turning
+ * results into status is nextInterfacesStatus (status.ts), which the controller calls.
+ *
+ * Timing rules (one round per card per interval, so one onResults per card per interval):
+ * - a new key, or a changed one (interfaces, interval, timeout or revision), is probed at once;
+ * - after a card's first round its next one falls anywhere in [0.5, 1.5] x interval, so cards
+ *   created together do not stay in step; later rounds get +-10% jitter;
+ * - a failing interface backs off by sitting out rounds: probed again after 1, 2, 4, then every
+ *   8 rounds (at most maxBackoffMs apart); an Unsupported one is not asked again until the key
+ *   changes. Its last result is reported in the rounds it sits out.
+ */
+import type { Registry } from 'prom-client';
+import { describeError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { CaOption, Resolver } from './connect.ts';
+import { ProbeLimiter, hostKey } from './limiter.ts';
+import { type ProbeMetrics, createProbeMetrics } from './metrics.ts';
+import type { AddressPolicy } from './policy.ts';
+import { checkHeaders, probeInterface } from './probe.ts';
+import type { ProbeResult, ProbeTarget } from './types.ts';
+
+export interface ProbeConfig {
+  /** spec.card.supportedInterfaces, in order (the index is the metrics' `interface` label). */
+  interfaces: ProbeTarget[];
+  intervalMs: number;
+  timeoutMs: number;
+  /** Credential headers for an interface URL (see credentialHeaders), or undefined for none. */
+  headersFor?: (url: string) => Record<string, string> | undefined;
+  /** Anything else whose change should re-probe at once, e.g. the credential Secrets' resourceVersions. */
+  revision?: string;
+}
+
+export interface ProbeSchedulerOptions {
+  policy: AddressPolicy;
+  /** Called after every round of a key with one result per interface, in interface order. */
+  onResults: (key: string, results: ProbeResult[]) => void;
+  /** Metrics are registered here when given. */
+  registry?: Registry;
+  globalConcurrency?: number;
+  perHostConcurrency?: number;
+  /** Cap of the failure backoff (default 10 minutes). */
+  maxBackoffMs?: number;
+  resolver?: Resolver;
+  ca?: CaOption;
+  logger?: Logger;
+  /** Source of randomness for jitter (tests pin it). */
+  random?: () => number;
+}
+
+/** Delay until a card's next round (pure): spread after the first round, +-10% after that. */
+export function roundDelayMs(intervalMs: number, random: number, first: boolean): number {
+  return first ? intervalMs * (0.5 + random) : intervalMs * (0.9 + 0.2 * random);
+}
+
+/**
+ * How many rounds a failing interface sits out before its next probe (pure). `failures`:
+ * consecutive failed probes so far. 0, 1, 3, then 7 (i.e. probed after 1, 2, 4, 8 rounds), never
+ * more than fits in maxBackoffMs.
+ */
+export function backoffRounds(failures: number, intervalMs: number, maxBackoffMs = 600_000): number {
+  if (failures <= 1) return 0;
+  const rounds = 2 ** Math.min(failures - 1, 3);
+  return Math.max(1, Math.min(rounds, Math.floor(maxBackoffMs / intervalMs))) - 1;
+}
+
+interface Entry {
+  key: string;
+  card: { namespace: string; name: string };
+  config: ProbeConfig;
+  fingerprint: string;
+  results: (ProbeResult | undefined)[];
+  failures: number[];
+  /** Rounds each interface still sits out (Infinity: never probed again). */
+  skip: number[];
+  timer?: NodeJS.Timeout;
+  round?: Promise<void>;
+  abort: AbortController;
+  rounds: number;
+}
+
+function fingerprint(config: ProbeConfig): string {
+  const interfaces = config.interfaces.map((i) => [
+    i.url,
+    i.protocolBinding,
+    i.protocolVersion,
+    i.tenant ?? '',
+  ]);
+  return JSON.stringify([interfaces, config.intervalMs, config.timeoutMs, config.revision ?? '']);
+}
+
+function cardOf(key: string): { namespace: string; name: string } {
+  const slash = key.indexOf('/');
+  return slash < 0
+    ? { namespace: '', name: key }
+    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+export class ProbeScheduler {
+  #opts: ProbeSchedulerOptions;
+  #limiter: ProbeLimiter;
+  #metrics?: ProbeMetrics;
+  #entries = new Map<string, Entry>();
+  #random: () => number;
+
+  constructor(opts: ProbeSchedulerOptions) {
+    this.#opts = opts;
+    this.#limiter = new ProbeLimiter({
+      global: opts.globalConcurrency ?? 64,
+      perHost: opts.perHostConcurrency ?? 4,
+    });
+    if (opts.registry) this.#metrics = createProbeMetrics(opts.registry);
+    this.#random = opts.random ?? Math.random;
+  }
+
+  /** Adds or updates a key (conventionally "namespace/name"). A change probes at once. */
+  upsert(key: string, config: ProbeConfig): void {
+    const print = fingerprint(config);
+    const existing = this.#entries.get(key);
+    if (existing && existing.fingerprint === print) {
+      existing.config = config; // New headersFor closure; the schedule stays.
+      return;
+    }
+    if (existing) this.#cancel(existing);
+    const n = config.interfaces.length;
+    const entry: Entry = {
+      key,
+      card: cardOf(key),
+      config,
+      fingerprint: print,
+      results: new Array<ProbeResult | undefined>(n).fill(undefined),
+      failures: new Array<number>(n).fill(0),
+      skip: new Array<number>(n).fill(0),
+      abort: new AbortController(),
+      rounds: 0,
+    };
+    if (existing) this.#metrics?.forget(entry.card, n);
+    this.#entries.set(key, entry);
+    this.#schedule(entry, 0);
+  }
+
+  /** Stops probing a key and drops its metrics; results of a round in flight are discarded. */
+  remove(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#cancel(entry);
+    this.#entries.delete(key);
+    this.#metrics?.forget(entry.card);
+  }
+
+  has(key: string): boolean {
+    return this.#entries.has(key);
+  }
+
+  /** Stops everything and waits for probes in flight to end. */
+  async stop(): Promise<void> {
+    const rounds = [...this.#entries.values()].map((e) => e.round);
+    for (const key of [...this.#entries.keys()]) this.remove(key);
+    await Promise.allSettled(rounds);
+  }
+
+  stats(): { keys: number; interfaces: number; active: number; waiting: number } {
+    let interfaces = 0;
+    for (const e of this.#entries.values()) interfaces += e.config.interfaces.length;
+    return {
+      keys: this.#entries.size,
+      interfaces,
+      active: this.#limiter.active,
+      waiting: this.#limiter.waiting,
+    };
+  }
+
+  #cancel(entry: Entry): void {
+    clearTimeout(entry.timer);
+    entry.abort.abort();
+  }
+
+  #schedule(entry: Entry, delayMs: number): void {
+    clearTimeout(entry.timer);
+    if (!Number.isFinite(delayMs)) return;
+    entry.timer = setTimeout(
+      () => {
+        entry.round = this.#round(entry).catch((err: unknown) =>
+          this.#opts.logger?.error('probe round failed', { key: entry.key, error: describeError(err) }),
+        );
+      },
+      Math.max(0, delayMs),
+    );
+  }
+
+  async #round(entry: Entry): Promise<void> {
+    const { config, abort } = entry;
+    const due: number[] = [];
+    entry.skip.forEach((skip, i) => (skip <= 0 ? due.push(i) : (entry.skip[i] = skip - 1)));
+    await Promise.all(
+      due.map(async (i) => {
+        const target = config.interfaces[i]!;
+        const result = await this.#limiter.run(hostKey(target.url), () => this.#probeOne(entry, target));
+        if (abort.signal.aborted) return;
+        entry.results[i] = result;
+        this.#metrics?.record(entry.card, i, result);
+        if (result.reason === 'Unsupported') {
+          entry.skip[i] = Infinity;
+          return;
+        }
+        entry.failures[i] = result.reachable ? 0 : entry.failures[i]! + 1;
+        entry.skip[i] = backoffRounds(entry.failures[i]!, config.intervalMs, this.#opts.maxBackoffMs);
+      }),
+    );
+    if (abort.signal.aborted || this.#entries.get(entry.key) !== entry) return;
+    const first = entry.rounds === 0;
+    entry.rounds++;
+    this.#opts.onResults(entry.key, [...(entry.results as ProbeResult[])]);
+    // Nothing left to ask (all Unsupported, or no interfaces): no more rounds until a change.
+    if (entry.skip.every((s) => s === Infinity)) return;
+    this.#schedule(entry, roundDelayMs(config.intervalMs, this.#random(), first));
+  }
+
+  async #probeOne(entry: Entry, target: ProbeTarget): Promise<ProbeResult> {
+    const { config, abort } = entry;
+    const base = {
+      url: target.url,
+      protocolBinding: target.protocolBinding,
+      protocolVersion: target.protocolVersion,
+    };
+    if (abort.signal.aborted) {
+      return {
+        ...base,
+        reachable: false,
+        reason: 'Timeout',
+        message: 'probe cancelled',
+        latencyMs: 0,
+        phases: {},
+      };
+    }
+    let headers: Record<string, string> | undefined;
+    try {
+      headers = config.headersFor?.(target.url);
+      if (headers) checkHeaders(headers);
+    } catch (err) {
+      // Credentials that cannot be sent leave the binding unproven, like a missing token.
+      const message = `probe credentials not usable: ${describeError(err)}`;
+      return { ...base, reachable: false, reason: 'Unauthenticated', message, latencyMs: 0, phases: {} };
+    }
+    try {
+      return await probeInterface(target, {
+        timeoutMs: config.timeoutMs,
+        policy: this.#opts.policy,
+        headers,
+        signal: abort.signal,
+        resolver: this.#opts.resolver,
+        ca: this.#opts.ca,
+      });
+    } catch (err) {
+      return {
+        ...base,
+        reachable: false,
+        reason: 'ConnectionFailed',
+        message: `probe not sent: ${describeError(err)}`,
+        latencyMs: 0,
+        phases: {},
+      };
+    }
+  }
+}

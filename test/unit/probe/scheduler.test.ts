@@ -1,0 +1,248 @@
+/**
+ * ProbeScheduler against real @a2a-js/sdk peers on 127.0.0.1, with short intervals (the 10 s
+ * minimum is a spec validation rule; the scheduler itself takes any interval).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { credentialHeaders } from '../../../operator/probe/credentials.ts';
+import { createAddressPolicy } from '../../../operator/probe/policy.ts';
+import { ProbeScheduler } from '../../../operator/probe/scheduler.ts';
+import {
+  nextInterfacesStatus,
+  type InterfaceStatus,
+  type Condition,
+} from '../../../operator/probe/status.ts';
+import type { ProbeResult, ProbeTarget } from '../../../operator/probe/types.ts';
+import { type A2APeers, startA2APeers } from './support/a2a-peers.ts';
+import { type Impostor, silent } from './support/impostors.ts';
+
+const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
+let peers: A2APeers;
+let authed: A2APeers;
+let hang: Impostor;
+let scheduler: ProbeScheduler | undefined;
+
+beforeAll(async () => {
+  [peers, authed, hang] = await Promise.all([startA2APeers(), startA2APeers({ bearer: 'tkn' }), silent()]);
+});
+afterEach(async () => {
+  await scheduler?.stop();
+  scheduler = undefined;
+});
+afterAll(async () => {
+  await Promise.all([peers?.close(), authed?.close(), hang?.close()]);
+});
+
+/** Collects onResults calls per key and lets a test wait for the n-th one. */
+function collector() {
+  const calls = new Map<string, ProbeResult[][]>();
+  const waiters: { key: string; n: number; resolve: () => void }[] = [];
+  return {
+    calls,
+    onResults(key: string, results: ProbeResult[]) {
+      const list = calls.get(key) ?? [];
+      list.push(results.map((r) => ({ ...r })));
+      calls.set(key, list);
+      for (const w of waiters.filter((w) => w.key === key && list.length >= w.n)) w.resolve();
+    },
+    until(key: string, n: number, timeoutMs = 10_000): Promise<void> {
+      if ((calls.get(key)?.length ?? 0) >= n) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`${key}: ${n} rounds not reached`)), timeoutMs);
+        waiters.push({ key, n, resolve: () => (clearTimeout(t), resolve()) });
+      });
+    },
+  };
+}
+
+const ifaces = (p: A2APeers): ProbeTarget[] => [
+  { url: p.jsonrpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+  { url: p.rest, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+  { url: p.grpc, protocolBinding: 'GRPC', protocolVersion: '1.0' },
+];
+
+describe('ProbeScheduler', () => {
+  it('probes a new key at once, then again on its interval, with full ordered results and metrics', async () => {
+    const c = collector();
+    const registry = new Registry();
+    scheduler = new ProbeScheduler({ policy, onResults: c.onResults, registry });
+    const started = Date.now();
+    scheduler.upsert('ns/card', { interfaces: ifaces(peers), intervalMs: 300, timeoutMs: 2000 });
+    await c.until('ns/card', 1);
+    expect(Date.now() - started).toBeLessThan(1500);
+    await c.until('ns/card', 3);
+    const rounds = c.calls.get('ns/card')!;
+    for (const results of rounds) {
+      expect(results.map((r) => r.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON', 'GRPC']);
+      expect(results.every((r) => r.reason === 'Reachable')).toBe(true);
+    }
+    const text = await registry.metrics();
+    for (const i of [0, 1, 2])
+      expect(text).toMatch(
+        new RegExp(`agentcard_probe_success\\{namespace="ns",name="card",interface="${i}".*\\} 1`),
+      );
+    expect(text).toMatch(/agentcard_probes_total\{binding="GRPC",reason="Reachable"\} [3-9]/);
+    expect(scheduler.stats()).toMatchObject({ keys: 1, interfaces: 3 });
+  });
+
+  it('re-probes at once on a spec change and keeps the schedule on an identical upsert', async () => {
+    const c = collector();
+    scheduler = new ProbeScheduler({ policy, onResults: c.onResults });
+    const config = { interfaces: ifaces(peers).slice(0, 1), intervalMs: 60_000, timeoutMs: 2000 };
+    scheduler.upsert('ns/a', config);
+    await c.until('ns/a', 1);
+    scheduler.upsert('ns/a', { ...config, interfaces: [...config.interfaces] }); // same spec
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.calls.get('ns/a')).toHaveLength(1);
+    scheduler.upsert('ns/a', { ...config, interfaces: ifaces(peers) }); // changed spec
+    await c.until('ns/a', 2, 1500);
+    expect(c.calls.get('ns/a')![1]).toHaveLength(3);
+    scheduler.upsert('ns/a', { ...config, interfaces: ifaces(peers), revision: 'secret-v2' });
+    await c.until('ns/a', 3, 1500);
+  });
+
+  it('sends credentials only to the interface they belong to', async () => {
+    const c = collector();
+    scheduler = new ProbeScheduler({ policy, onResults: c.onResults });
+    const creds = [{ url: authed.jsonrpc, type: 'bearer' as const, value: 'tkn' }];
+    const before = authed.seen.length;
+    scheduler.upsert('ns/auth', {
+      interfaces: [
+        { url: authed.jsonrpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url: authed.rest, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      ],
+      intervalMs: 60_000,
+      timeoutMs: 2000,
+      headersFor: (url) => credentialHeaders(url, creds),
+    });
+    await c.until('ns/auth', 1);
+    expect(c.calls.get('ns/auth')![0]!.map((r) => r.reason)).toEqual(['Reachable', 'Unauthenticated']);
+    const seen = authed.seen.slice(before);
+    expect(seen.find((s) => s.path.startsWith('/jsonrpc'))!.auth).toBe('Bearer tkn');
+    expect(seen.find((s) => s.path.startsWith('/rest'))!.auth).toBeUndefined();
+  });
+
+  it('reports unusable credentials as Unauthenticated without sending the probe', async () => {
+    const c = collector();
+    scheduler = new ProbeScheduler({ policy, onResults: c.onResults });
+    const before = authed.seen.length;
+    scheduler.upsert('ns/badcred', {
+      interfaces: [{ url: authed.jsonrpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      intervalMs: 60_000,
+      timeoutMs: 2000,
+      headersFor: (url) => credentialHeaders(url, [{ url, type: 'bearer', value: 'two\nlines' }]),
+    });
+    await c.until('ns/badcred', 1);
+    const [result] = c.calls.get('ns/badcred')![0]!;
+    expect(result).toMatchObject({ reachable: false, reason: 'Unauthenticated' });
+    expect(result!.message).toMatch(/credentials not usable: .*line break/);
+    expect(result!.message).not.toContain('two');
+    expect(authed.seen.length).toBe(before);
+  });
+
+  it('backs off a failing interface while healthy ones keep their interval', async () => {
+    const c = collector();
+    const registry = new Registry();
+    scheduler = new ProbeScheduler({ policy, onResults: c.onResults, registry, random: () => 0.5 });
+    scheduler.upsert('ns/mixed', {
+      interfaces: [
+        { url: peers.jsonrpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url: 'http://127.0.0.1:1/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { url: peers.jsonrpc, protocolBinding: 'CUSTOM', protocolVersion: '1.0' },
+      ],
+      intervalMs: 100,
+      timeoutMs: 1000,
+    });
+    await c.until('ns/mixed', 12);
+    scheduler.remove('ns/mixed');
+    expect(
+      c.calls
+        .get('ns/mixed')!
+        .at(-1)!
+        .map((r) => r.reason),
+    ).toEqual(['Reachable', 'ConnectionFailed', 'Unsupported']);
+    const count = async (binding: string, reason: string) => {
+      const metric = await registry.getSingleMetric('agentcard_probes_total')!.get();
+      return (
+        metric.values.find((v) => v.labels.binding === binding && v.labels.reason === reason)?.value ?? 0
+      );
+    };
+    // In 12 rounds: healthy probed in each; failing in rounds 1, 2, 4 and 8; Unsupported once.
+    expect(await count('JSONRPC', 'Reachable')).toBe(12);
+    expect(await count('JSONRPC', 'ConnectionFailed')).toBe(4);
+    expect(await count('custom', 'Unsupported')).toBe(1);
+  });
+
+  it('times out a silent interface, and drops results of a removed key', async () => {
+    const c = collector();
+    scheduler = new ProbeScheduler({ policy, onResults: c.onResults });
+    scheduler.upsert('ns/hang', {
+      interfaces: [{ url: hang.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      intervalMs: 60_000,
+      timeoutMs: 300,
+    });
+    await c.until('ns/hang', 1);
+    expect(c.calls.get('ns/hang')![0]![0]!.reason).toBe('Timeout');
+    scheduler.upsert('ns/gone', {
+      interfaces: [{ url: hang.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      intervalMs: 60_000,
+      timeoutMs: 2000,
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    scheduler.remove('ns/gone');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.calls.has('ns/gone')).toBe(false);
+    expect(scheduler.has('ns/gone')).toBe(false);
+  });
+
+  it('respects the global concurrency limit', async () => {
+    const c = collector();
+    scheduler = new ProbeScheduler({
+      policy,
+      onResults: c.onResults,
+      globalConcurrency: 2,
+      perHostConcurrency: 2,
+    });
+    const keys = Array.from({ length: 6 }, (_, i) => `ns/h${i}`);
+    for (const key of keys) {
+      scheduler.upsert(key, {
+        interfaces: [{ url: hang.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        intervalMs: 60_000,
+        timeoutMs: 250,
+      });
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(scheduler.stats()).toMatchObject({ active: 2, waiting: 4 });
+    await Promise.all(keys.map((k) => c.until(k, 1, 5000)));
+  });
+
+  it('with nextInterfacesStatus, steady healthy rounds need no API writes', async () => {
+    const c = collector();
+    let status: { interfaces?: InterfaceStatus[]; condition?: Condition } = {};
+    let writes = 0;
+    let rounds = 0;
+    scheduler = new ProbeScheduler({
+      policy,
+      onResults: (key, results) => {
+        rounds++;
+        const out = nextInterfacesStatus({
+          previous: status.interfaces,
+          previousCondition: status.condition,
+          results,
+          now: new Date(),
+          generation: 1,
+        });
+        if (out.writeNeeded) {
+          writes++;
+          status = { interfaces: out.interfaces, condition: out.condition };
+        }
+        c.onResults(key, results);
+      },
+    });
+    scheduler.upsert('ns/steady', { interfaces: ifaces(peers), intervalMs: 100, timeoutMs: 2000 });
+    await c.until('ns/steady', 6);
+    expect(rounds).toBeGreaterThanOrEqual(6);
+    expect(writes).toBe(1);
+    expect(status.condition).toMatchObject({ status: 'True', message: '3/3 reachable' });
+  });
+});
