@@ -1,8 +1,9 @@
 /**
  * examples/ as the demo applies them: every AgentCard's interfaces point at the local demo agent
- * (by binding), so the probes prove something real; a signing key Secret is generated for every
- * Secret an AgentCard references that examples/ does not ship; what needs a part of Kubernetes
- * the demo has not (Gateway API, probe credentials for a real agent) is left out.
+ * (by binding), so the probes prove something real; every Secret an AgentCard signs with gets a
+ * key generated now (an example's published throwaway key is replaced, a missing Secret is
+ * created); what needs a part of Kubernetes the demo has not (Gateway API, probe credentials for
+ * a real agent) is left out.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,8 +27,8 @@ export type PreparedExamples = {
   cards: string[];
   /** The first AgentCard with spec.signing, if any. */
   signedCard?: string;
-  /** Secrets the demo generated a key for. */
-  generatedSecrets: string[];
+  /** Signing key Secrets holding a key generated now. */
+  signingSecrets: string[];
 };
 
 export async function prepareExamples(
@@ -48,8 +49,7 @@ export async function prepareExamples(
   const kept = docs.filter((d) => !String(d.apiVersion ?? '').startsWith('gateway.networking.k8s.io/'));
   for (const d of kept) if (d.metadata) delete d.metadata.namespace;
 
-  const secretsShipped = new Set(kept.filter((d) => d.kind === 'Secret').map((d) => d.metadata?.name));
-  const missing = new Map<string, Set<string>>();
+  const signingSecrets = new Map<string, Set<string>>();
   const cards: string[] = [];
   let signedCard: string | undefined;
   for (const d of kept.filter((x) => x.kind === 'AgentCard')) {
@@ -73,17 +73,27 @@ export async function prepareExamples(
       signedCard ??= name;
       for (const k of signing.keys) {
         const secret = k.secretRef?.name;
-        if (!secret || secretsShipped.has(secret)) continue;
-        if (!missing.has(secret)) missing.set(secret, new Set());
-        missing.get(secret)!.add(k.secretRef?.key ?? 'key.jwk');
+        if (!secret) continue;
+        if (!signingSecrets.has(secret)) signingSecrets.set(secret, new Set());
+        signingSecrets.get(secret)!.add(k.secretRef?.key ?? 'key.jwk');
       }
     }
   }
-  for (const [name, keys] of missing) {
-    const data: Record<string, string> = {};
-    for (const key of keys)
-      data[key] = await opts.newSigningJwk(`${name}-${key}`.replace(/[^A-Za-z0-9-]/g, '-'));
-    kept.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name }, type: 'Opaque', stringData: data });
+  for (const [name, keys] of signingSecrets) {
+    let secret = kept.find((d) => d.kind === 'Secret' && d.metadata?.name === name);
+    if (!secret) {
+      secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name }, type: 'Opaque' };
+      kept.push(secret);
+    }
+    const stringData = (secret.stringData ?? {}) as Record<string, string>;
+    const data = (secret.data ?? {}) as Record<string, string>;
+    for (const key of keys) {
+      delete data[key];
+      stringData[key] = await opts.newSigningJwk(`${name}-demo`);
+    }
+    secret.stringData = stringData;
+    if (Object.keys(data).length) secret.data = data;
+    else delete secret.data;
   }
   // Secrets first, so the first reconcile of a signed card finds its key.
   kept.sort((a, b) => Number(b.kind === 'Secret') - Number(a.kind === 'Secret'));
@@ -91,7 +101,7 @@ export async function prepareExamples(
     manifests: kept.map((d) => stringify(d)).join('---\n'),
     cards,
     signedCard,
-    generatedSecrets: [...missing.keys()],
+    signingSecrets: [...signingSecrets.keys()],
   };
 }
 

@@ -225,8 +225,8 @@ async function main(argv: string[]): Promise<number> {
     },
     (e) =>
       `${e.cards.length} AgentCard(s) (${e.cards.join(', ')}), ${e.applied.length} object(s)` +
-      (e.generatedSecrets.length
-        ? `; signing key Secret ${e.generatedSecrets.join(', ')} (ES256, generated now)`
+      (e.signingSecrets.length
+        ? `; signing key Secret ${e.signingSecrets.join(', ')} (ES256, generated now)`
         : ''),
   );
 
