@@ -24,7 +24,8 @@ import {
   type TestNamespace,
 } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
-import { chartDir } from '../unit/helm/chart.ts';
+import { join } from 'node:path';
+import { chartDir, repoRoot } from '../unit/helm/chart.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -100,6 +101,18 @@ describe('helm install into the control plane', () => {
     expect(pods).toHaveLength(2);
     const events = await core.listNamespacedEvent({ namespace: ns.name });
     expect(events.items.filter((e) => e.reason === 'FailedCreate').map((e) => e.message)).toEqual([]);
+  });
+
+  it('accepts every manifest in examples/ (server-side dry run against the installed CRD)', async () => {
+    const result = await runTool(
+      'kubectl',
+      ['apply', '--dry-run=server', '--namespace', ns.name, '-f', join(repoRoot, 'examples')],
+      { kubeconfig: kubeconfigPath() },
+    );
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/agentcard\.agentcard\.dev\/\S+ created \(server dry run\)/);
+    expect(result.stdout).toMatch(/deployment\.apps\/support-agent created/);
+    expect(result.stdout).toMatch(/ingress\.networking\.k8s\.io\/support-agent created/);
   });
 
   it("narrows the ServiceAccount's writes below RBAC with the ValidatingAdmissionPolicy", async () => {
