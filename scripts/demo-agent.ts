@@ -17,6 +17,7 @@ import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/exp
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import { LegacyA2AService, legacyGrpcService } from '@a2a-js/sdk/compat/v0_3/server/grpc';
 
+/** Interface URLs; gRPC as `http://127.0.0.1:port` (h2c), the form a card's `url` (format uri) takes. */
 export type DemoAgentUrls = { jsonrpc: string; rest: string; grpc: string };
 export type DemoAgent = DemoAgentUrls & { close(): Promise<void> };
 
@@ -95,7 +96,7 @@ export async function startDemoAgent(): Promise<DemoAgent> {
   const urls: DemoAgentUrls = {
     jsonrpc: `${base}/a2a/jsonrpc`,
     rest: `${base}/a2a/rest`,
-    grpc: `127.0.0.1:${grpcPort}`,
+    grpc: `http://127.0.0.1:${grpcPort}`,
   };
 
   const requestHandler = new DefaultRequestHandler(sdkCard(urls), new InMemoryTaskStore(), echo);
