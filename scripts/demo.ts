@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -17,7 +17,6 @@ import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { runTool, type ToolResult } from '../test/support/tools.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
-import { verifyCard } from '../operator/card/verify.ts';
 import type { DemoAgentUrls } from './demo-agent.ts';
 import { ConfigMapVolume } from './demo-volume.ts';
 import { prepareExamples } from './demo-examples.ts';
@@ -304,22 +303,20 @@ async function main(argv: string[]): Promise<number> {
     () => cardUrl,
   );
 
+  const jwksUrl = cardUrl.replace('agent-card.json', 'jwks.json');
   const verification = await step(
-    'Verify the served card against the served JWKS',
+    'Verify the served card against the served JWKS (agentcard verify, as a user would)',
     async () => {
-      const card = (await (await fetch(cardUrl)).json()) as unknown;
-      const jwks = (await (
-        await fetch(cardUrl.replace('agent-card.json', 'jwks.json'))
-      ).json()) as Parameters<typeof verifyCard>[1];
-      const result = await verifyCard(card, jwks);
-      if (!result.verified) {
-        throw new Error(
-          `not verified: ${result.results.map((r) => `${r.kid ?? '?'}: ${r.error ?? 'failed'}`).join('; ')}`,
-        );
-      }
-      return result;
+      const [cardRes, jwksRes] = await Promise.all([fetch(cardUrl), fetch(jwksUrl)]);
+      if (!cardRes.ok || !jwksRes.ok)
+        throw new Error(`the sidecar answered ${cardRes.status} / ${jwksRes.status}`);
+      const jwksFile = join(logDir, 'jwks.json');
+      writeFileSync(jwksFile, await jwksRes.text());
+      const result = await runAgentcard(['verify', '-f', '-', '--jwks', jwksFile], await cardRes.text());
+      if (result.code !== 0) throw new Error(`agentcard verify: ${(result.stdout + result.stderr).trim()}`);
+      return result.stdout.trim();
     },
-    (r) => `verified, signature by key ${r.kid}`,
+    (out) => out.split('\n')[0]!,
   );
 
   const table = await kubectl(['get', 'agentcards', '-n', namespace, '-o', 'wide']);
@@ -328,15 +325,31 @@ async function main(argv: string[]): Promise<number> {
   say(table.stdout.trimEnd());
   say('');
   say(`Served card:   ${cardUrl}`);
-  say(
-    `Verification:  signature verified with key ${verification.kid} from ${cardUrl.replace('agent-card.json', 'jwks.json')}`,
-  );
+  say(`Keys:          ${jwksUrl}`);
+  say(`Verification:  ${verification.split('\n').join('\n               ')}`);
   say(`kubectl:       KUBECONFIG=${kubeconfigFile} .cluster/bin/kubectl get agentcards -n ${namespace}`);
   if (once) return 0;
   say('');
   say('Running; press Ctrl-C to stop everything the demo started.');
   await new Promise<void>((done) => (stopRequested = done));
   return 0;
+}
+
+/** Runs `agentcard ARGS` (this checkout's CLI) with `input` on stdin. */
+function runAgentcard(
+  args: string[],
+  input: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done, fail) => {
+    const child = spawn(node, [agentcardBin, ...args], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
 }
 
 function firstLine(child: ChildProcess, name: string, timeoutMs: number): Promise<string> {
