@@ -181,7 +181,19 @@ async function main(argv: string[]): Promise<number> {
         '-f',
         join(repoRoot, 'crds'),
       ]);
-      await kubectl(['wait', '--for=condition=Established', 'crd/agentcards.agentcard.dev', '--timeout=60s']);
+      // Right after the create, the CRD may have no conditions yet, which `kubectl wait` treats as
+      // an error rather than "not yet": ask again until it is Established.
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const r = await runTool(
+          'kubectl',
+          ['wait', '--for=condition=Established', 'crd/agentcards.agentcard.dev', '--timeout=30s'],
+          { kubeconfig: kubeconfigFile },
+        );
+        if (r.code === 0) break;
+        if (Date.now() > deadline) throw new Error(`the CRD is not Established: ${r.stderr.trim()}`);
+        await new Promise((done) => setTimeout(done, 250));
+      }
     },
     () => 'agentcards.agentcard.dev established',
   );
