@@ -293,7 +293,6 @@ describe('RBAC', async () => {
         'configmaps:create',
         'configmaps:patch',
         'events:create',
-        'events:patch',
         `mutatingwebhookconfigurations:patch@${fullname}`,
       ].sort(),
     );
