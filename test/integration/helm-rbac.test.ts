@@ -167,11 +167,13 @@ async function cycle(): Promise<CycleResult> {
 
   try {
     await until('/readyz', async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).ok);
+    let acquired = 0;
     await until('the leader Lease', async () => {
       const lease = await coordination.readNamespacedLease({
         name: 'agentcard-operator',
         namespace: opNs.name,
       });
+      acquired = new Date(lease.spec?.acquireTime ?? 0).getTime();
       return Boolean(lease.spec?.holderIdentity?.startsWith(`rbac-${n}`));
     });
 
