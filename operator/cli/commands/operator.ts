@@ -1,0 +1,197 @@
+/**
+ * `agentcard operator`: runs the AgentCard controller (and, once available, the Pod admission
+ * webhook) against the cluster of --kubeconfig / KUBECONFIG / the in-cluster service account.
+ */
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../../card/resource.ts';
+import { setFlagsFromString } from 'node:v8';
+import type { OperatorConfig } from '../../controller/main.ts';
+import { UserError } from '../../errors.ts';
+import { createLogger } from '../../log.ts';
+
+const USAGE = `usage: agentcard operator [options]
+
+Reconciles AgentCard resources into signed, published cards (ConfigMap <name>-agent-card)
+with status, events and metrics.
+
+Cluster:
+  --kubeconfig FILE                 kubeconfig (default: KUBECONFIG, else in-cluster, else ~/.kube/config)
+  --namespace NS                    watch only this namespace (repeatable; default: all namespaces)
+Controller:
+  --concurrency N                   AgentCards reconciled in parallel (default 4)
+  --resync DURATION                 re-check every AgentCard this often (default 10m; 0 = never)
+Leader election (coordination.k8s.io Lease):
+  --leader-elect / --no-leader-elect   (default: on)
+  --leader-election-namespace NS    (default: POD_NAMESPACE, else the kubeconfig context's, else default)
+  --leader-election-id NAME         Lease name (default agentcard-operator)
+  --lease-duration DURATION         (default 15s)
+  --renew-deadline DURATION         (default 10s)
+  --retry-period DURATION           (default 2s)
+Endpoints:
+  --metrics-port PORT               /metrics, /healthz, /readyz (default 8080; 0 = any free port)
+  --bind-address ADDR               address of that port (default 0.0.0.0)
+Probes:
+  --no-probes                       do not probe interfaces (InterfacesReachable=Unknown, ProbesDisabled)
+  --probe-allow-cidr CIDR           allow probing this otherwise refused range (repeatable)
+  --probe-concurrency N             probes in flight at most (default 64)
+Webhook and sidecar injection:
+  --webhook-port PORT               (default 9443; 0 = no webhook)
+  --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
+  --webhook-cert-dir DIR            certificate files in cert-manager mode
+  --webhook-secret NAME             Secret for the self-signed CA and certificate
+  --webhook-service NAME            Service in front of the webhook
+  --webhook-config NAME             MutatingWebhookConfiguration whose caBundle is kept current
+  --sidecar-image IMAGE             image of the injected sidecar
+  --sidecar-mode MODE               auto | native | container (default auto)
+  --operator-namespace NS           namespace the operator runs in (default: POD_NAMESPACE)
+`;
+
+function integer(flag: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UserError(`--${flag} must be an integer from ${min} to ${max}, got "${text}"`, 2);
+  }
+  return n;
+}
+
+function duration(flag: string, text: string | undefined, fallback: string): number {
+  const value = text ?? fallback;
+  if (value === '0') return 0;
+  try {
+    return parseDuration(value);
+  } catch {
+    throw new UserError(`--${flag} must be a duration such as "30s", "10m" or "1h", got "${value}"`, 2);
+  }
+}
+
+function oneOf<T extends string>(
+  flag: string,
+  text: string | undefined,
+  allowed: readonly T[],
+  fallback: T,
+): T {
+  if (text === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(text)) {
+    throw new UserError(`--${flag} must be one of ${allowed.join(', ')}, got "${text}"`, 2);
+  }
+  return text as T;
+}
+
+/** Parses the flags (exported for tests); throws UserError (exit 2) on a usage error. */
+export function parseOperatorFlags(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): OperatorConfig | 'help' {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      allowNegative: true,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        kubeconfig: { type: 'string' },
+        namespace: { type: 'string', multiple: true },
+        concurrency: { type: 'string' },
+        resync: { type: 'string' },
+        'leader-elect': { type: 'boolean', default: true },
+        'leader-election-namespace': { type: 'string' },
+        'leader-election-id': { type: 'string' },
+        'lease-duration': { type: 'string' },
+        'renew-deadline': { type: 'string' },
+        'retry-period': { type: 'string' },
+        'metrics-port': { type: 'string' },
+        'bind-address': { type: 'string' },
+        probes: { type: 'boolean', default: true },
+        'probe-allow-cidr': { type: 'string', multiple: true },
+        'probe-concurrency': { type: 'string' },
+        'webhook-port': { type: 'string' },
+        'webhook-cert-mode': { type: 'string' },
+        'webhook-cert-dir': { type: 'string' },
+        'webhook-secret': { type: 'string' },
+        'webhook-service': { type: 'string' },
+        'webhook-config': { type: 'string' },
+        'sidecar-image': { type: 'string' },
+        'sidecar-mode': { type: 'string' },
+        'operator-namespace': { type: 'string' },
+      },
+    }));
+  } catch (err) {
+    throw new UserError(
+      `${err instanceof Error ? err.message : String(err)} (see agentcard operator --help)`,
+      2,
+    );
+  }
+  if (values.help) return 'help';
+  const leaseDurationMs = duration('lease-duration', values['lease-duration'], '15s');
+  const renewDeadlineMs = duration('renew-deadline', values['renew-deadline'], '10s');
+  const retryPeriodMs = duration('retry-period', values['retry-period'], '2s');
+  if (!(retryPeriodMs > 0 && retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) {
+    throw new UserError('leader election needs 0 < --retry-period < --renew-deadline < --lease-duration', 2);
+  }
+  if (leaseDurationMs % 1000 !== 0) throw new UserError('--lease-duration must be whole seconds', 2);
+  const certMode = oneOf(
+    'webhook-cert-mode',
+    values['webhook-cert-mode'],
+    ['self-signed', 'cert-manager'],
+    'self-signed',
+  );
+  if (certMode === 'cert-manager' && !values['webhook-cert-dir']) {
+    throw new UserError('--webhook-cert-mode cert-manager needs --webhook-cert-dir', 2);
+  }
+  return {
+    kubeconfig: values.kubeconfig,
+    namespaces: [...new Set(values.namespace ?? [])],
+    concurrency: integer('concurrency', values.concurrency, 4, 1, 256),
+    resyncMs: duration('resync', values.resync, '10m'),
+    leaderElect: values['leader-elect'] ?? true,
+    leaderElectionNamespace: values['leader-election-namespace'] ?? (env.POD_NAMESPACE || undefined),
+    leaderElectionId: values['leader-election-id'] ?? 'agentcard-operator',
+    leaseDurationSeconds: leaseDurationMs / 1000,
+    renewDeadlineMs,
+    retryPeriodMs,
+    metricsPort: integer('metrics-port', values['metrics-port'], 8080, 0, 65535),
+    bindAddress: values['bind-address'] ?? '0.0.0.0',
+    probes: values.probes ?? true,
+    probeAllowCidrs: values['probe-allow-cidr'] ?? [],
+    probeConcurrency: integer('probe-concurrency', values['probe-concurrency'], 64, 1, 4096),
+    webhook: {
+      port: integer('webhook-port', values['webhook-port'], 9443, 0, 65535),
+      certMode,
+      certDir: values['webhook-cert-dir'],
+      secret: values['webhook-secret'],
+      service: values['webhook-service'],
+      config: values['webhook-config'],
+      sidecarImage: values['sidecar-image'],
+      sidecarMode: oneOf('sidecar-mode', values['sidecar-mode'], ['auto', 'native', 'container'], 'auto'),
+    },
+    operatorNamespace: values['operator-namespace'] ?? (env.POD_NAMESPACE || undefined),
+  };
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const flags = parseOperatorFlags(argv);
+  if (flags === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  // A long-running process with a small working set: V8's size-over-speed mode saves ~35 MiB of
+  // RSS (mostly code of the Kubernetes client), measured in bench/scale.bench.ts. It must be set
+  // before the heavy modules load, hence the dynamic import below.
+  setFlagsFromString('--optimize-for-size');
+  const { runOperator } = await import('../../controller/main.ts');
+  const log = createLogger({ component: 'operator' });
+  const shutdown = new AbortController();
+  const onSignal = (signal: string) => {
+    if (shutdown.signal.aborted) return;
+    log.info('shutting down', { signal });
+    shutdown.abort();
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  const exitCode = await runOperator(flags, { signal: shutdown.signal, log });
+  // Idle keep-alive sockets of the Kubernetes client must not hold the process open.
+  setTimeout(() => process.exit(exitCode), 1_000).unref();
+  return exitCode;
+}

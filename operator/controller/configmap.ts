@@ -1,0 +1,147 @@
+/**
+ * The published ConfigMap (cross-team contract): `<agentcard-name>-agent-card` in the AgentCard's
+ * namespace, owned by it (ownerReference controller=true, so deleting the AgentCard lets the
+ * garbage collector delete the ConfigMap: no finalizer needed), labelled for the operator's
+ * watch, with the served documents as data. The sidecar reads these files through a volume.
+ */
+import { createHash } from 'node:crypto';
+
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_VALUE = 'agentcard-operator';
+export const CARD_LABEL = 'agentcard.dev/card';
+/** The label selector of the owned-ConfigMap watch. */
+export const OWNED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+export const DEFAULT_CACHE_MAX_AGE_SECONDS = 300;
+
+/** Data keys of the published ConfigMap. */
+export const DATA_KEYS = {
+  card: 'agent-card.json',
+  legacyCard: 'agent.json',
+  jwks: 'jwks.json',
+  maxAge: 'cache-max-age-seconds',
+} as const;
+
+export interface Owner {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace: string;
+  uid: string;
+}
+
+export interface PublishedFiles {
+  /** The signed v1.0 card, exactly the bytes that are served. */
+  card: string;
+  /** The v0.3-shaped card. */
+  legacyCard: string;
+  /** `{"keys":[...]}` public JWKs. */
+  jwks: string;
+  cacheMaxAgeSeconds: number;
+}
+
+export interface ConfigMapObject {
+  apiVersion: 'v1';
+  kind: 'ConfigMap';
+  metadata: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    ownerReferences: Array<{
+      apiVersion: string;
+      kind: string;
+      name: string;
+      uid: string;
+      controller: boolean;
+    }>;
+  };
+  data: Record<string, string>;
+}
+
+/** A ConfigMap name is a DNS subdomain: at most 253 characters. */
+const MAX_NAME = 253;
+const SUFFIX = '-agent-card';
+
+export function configMapName(cardName: string): string {
+  return `${cardName}${SUFFIX}`;
+}
+
+/** Why the ConfigMap name for this AgentCard cannot exist, or undefined when it can. */
+export function configMapNameProblem(cardName: string): string | undefined {
+  const name = configMapName(cardName);
+  if (name.length > MAX_NAME) {
+    return `the ConfigMap name '${name.slice(0, 40)}...' would be ${name.length} characters (the limit is ${MAX_NAME}); shorten the AgentCard name to at most ${MAX_NAME - SUFFIX.length}`;
+  }
+  return undefined;
+}
+
+export function desiredConfigMap(owner: Owner, files: PublishedFiles): ConfigMapObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: configMapName(owner.name),
+      namespace: owner.namespace,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [CARD_LABEL]: owner.name },
+      ownerReferences: [
+        {
+          apiVersion: owner.apiVersion,
+          kind: owner.kind,
+          name: owner.name,
+          uid: owner.uid,
+          controller: true,
+        },
+      ],
+    },
+    data: {
+      [DATA_KEYS.card]: files.card,
+      [DATA_KEYS.legacyCard]: files.legacyCard,
+      [DATA_KEYS.jwks]: files.jwks,
+      [DATA_KEYS.maxAge]: String(files.cacheMaxAgeSeconds),
+    },
+  };
+}
+
+/** The subset of a live ConfigMap the comparison needs (typed or raw JSON objects both fit). */
+export interface LiveConfigMap {
+  metadata?: {
+    labels?: Record<string, string>;
+    ownerReferences?: Array<{
+      apiVersion?: string;
+      kind?: string;
+      name?: string;
+      uid?: string;
+      controller?: boolean;
+    }>;
+    deletionTimestamp?: unknown;
+  };
+  data?: Record<string, string>;
+}
+
+/**
+ * Whether the live ConfigMap already holds what `desired` would apply: the same data (every key,
+ * no extra), our labels and our controller ownerReference. Other labels or owners added by
+ * someone else do not force a write.
+ */
+export function configMapUpToDate(live: LiveConfigMap | undefined, desired: ConfigMapObject): boolean {
+  if (!live || live.metadata?.deletionTimestamp) return false;
+  const data = live.data ?? {};
+  const want = desired.data;
+  if (Object.keys(data).length !== Object.keys(want).length) return false;
+  for (const [k, v] of Object.entries(want)) if (data[k] !== v) return false;
+  const labels = live.metadata?.labels ?? {};
+  for (const [k, v] of Object.entries(desired.metadata.labels)) if (labels[k] !== v) return false;
+  const ref = desired.metadata.ownerReferences[0]!;
+  return (live.metadata?.ownerReferences ?? []).some(
+    (r) =>
+      r.uid === ref.uid && r.controller === true && r.kind === ref.kind && r.apiVersion === ref.apiVersion,
+  );
+}
+
+/** `sha256:<hex>` of the served bytes (UTF-8), as status.card.digest reports it. */
+export function digestOf(text: string): string {
+  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+}
+
+export function byteLength(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}

@@ -1,0 +1,396 @@
+/**
+ * The AgentCard controller: informers feed a work queue; each reconcile reads what it needs
+ * (AgentCard and ConfigMap from the caches, referenced Secrets from a small labelled cache or a
+ * direct GET), plans (plan.ts) and writes only what changed (server-side apply).
+ *
+ * What triggers a reconcile:
+ * - an AgentCard is added, or its metadata.generation changes (spec edits), never a status-only
+ *   update, so the controller's own status writes cause no loop;
+ * - an owned ConfigMap changes or disappears (not the echo of the controller's own apply);
+ * - a Secret labelled agentcard.dev/signing-key=true that an AgentCard references changes;
+ * - a probe verdict changes (probe wiring);
+ * - the periodic resync (every AgentCard, e.g. every 10 minutes), which also picks up rotations of
+ *   unlabelled Secrets.
+ *
+ * Read-your-writes: after a write, the informer cache may lag. The object the API server
+ * returned is kept as an overlay until the cache moves past the version the write started from,
+ * so a reconcile that runs in between does not write the same thing twice.
+ */
+import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../card/resource.ts';
+import type { Logger } from '../log.ts';
+import {
+  applyConfigMap,
+  applyStatus,
+  collectionPath,
+  listConfigMaps,
+  listCustomObjects,
+  listSecrets,
+  readSecret,
+  type Clients,
+} from '../kube/api.ts';
+import { describeApiError, isNotFound } from '../kube/errors.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import { CARD_LABEL, configMapName, OWNED_SELECTOR } from './configmap.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import { planReconcile, SIGNING_KEY_LABEL, type AgentCardObject, type SecretView } from './plan.ts';
+import type { ProbeHooks } from './probes.ts';
+import { referencedSecretNames, SecretIndex } from './secret-index.ts';
+import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
+import { WorkQueue } from './workqueue.ts';
+import type { AgentCardSpec } from '../card/resource.ts';
+
+const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
+
+export interface ControllerOptions {
+  kubeConfig: KubeConfig;
+  clients: Clients;
+  /** Namespaces to watch; empty: all namespaces. */
+  namespaces: string[];
+  concurrency: number;
+  resyncMs: number;
+  log: Logger;
+  metrics: ControllerMetrics;
+  events: EventRecorder;
+  probes: ProbeHooks;
+}
+
+type Informers = {
+  cards: ResilientInformer<AgentCardObject & KubernetesObject>;
+  configMaps: ResilientInformer<V1ConfigMap>;
+  secrets: ResilientInformer<V1Secret>;
+};
+
+interface Overlay<T> {
+  /** resourceVersion of the cached object when the write started (undefined: it did not exist). */
+  before: string | undefined;
+  object: T;
+}
+
+export function cardKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+function splitKey(key: string): [string, string] {
+  const i = key.indexOf('/');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+export class Controller {
+  readonly queue: WorkQueue;
+  private readonly opts: ControllerOptions;
+  private readonly log: Logger;
+  /** Per watched namespace ('' = all namespaces). */
+  private readonly informers = new Map<string, Informers>();
+  private readonly secretIndex = new SecretIndex();
+  private readonly seenGeneration = new Map<string, number>();
+  private readonly seenSecretVersion = new Map<string, string>();
+  private readonly cardOverlays = new Map<string, Overlay<AgentCardObject>>();
+  private readonly configMapOverlays = new Map<string, Overlay<V1ConfigMap>>();
+  private started = false;
+  private stopping = false;
+
+  constructor(opts: ControllerOptions) {
+    this.opts = opts;
+    this.log = opts.log;
+    this.queue = new WorkQueue((key) => this.reconcile(key), {
+      concurrency: opts.concurrency,
+      onDepth: (d) => opts.metrics.workqueueDepth.set(d),
+      onError: (key, err, retryInMs) => {
+        const [namespace, name] = splitKey(key);
+        this.log.warn('reconcile failed; retrying', {
+          namespace,
+          name,
+          error: describeApiError(err),
+          retryInMs,
+        });
+      },
+    });
+    const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
+    for (const ns of scopes) this.informers.set(ns, this.makeInformers(ns || undefined));
+  }
+
+  private makeInformers(namespace: string | undefined): Informers {
+    const { kubeConfig: kc, clients, log } = this.opts;
+    const scope = namespace ?? '*';
+    const cards = new ResilientInformer<AgentCardObject & KubernetesObject>({
+      name: `agentcards/${scope}`,
+      kubeConfig: kc,
+      path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
+      list: listCustomObjects(clients, RESOURCE, namespace),
+      log,
+    });
+    const configMaps = new ResilientInformer<V1ConfigMap>({
+      name: `configmaps/${scope}`,
+      kubeConfig: kc,
+      path: collectionPath('/api/v1', 'configmaps', namespace),
+      list: listConfigMaps(clients, namespace, OWNED_SELECTOR),
+      labelSelector: OWNED_SELECTOR,
+      log,
+    });
+    const secrets = new ResilientInformer<V1Secret>({
+      name: `secrets/${scope}`,
+      kubeConfig: kc,
+      path: collectionPath('/api/v1', 'secrets', namespace),
+      list: listSecrets(clients, namespace, SIGNING_KEY_SELECTOR),
+      labelSelector: SIGNING_KEY_SELECTOR,
+      log,
+    });
+
+    cards.on('add', (obj) => this.onCard(obj, true));
+    cards.on('update', (obj) => this.onCard(obj, false));
+    cards.on('delete', (obj) => this.onCardDeleted(obj));
+    configMaps.on('add', (obj) => this.onConfigMap(obj, false));
+    configMaps.on('update', (obj) => this.onConfigMap(obj, false));
+    configMaps.on('delete', (obj) => this.onConfigMap(obj, true));
+    secrets.on('add', (obj) => this.onSecret(obj, false));
+    secrets.on('update', (obj) => this.onSecret(obj, false));
+    secrets.on('delete', (obj) => this.onSecret(obj, true));
+    return { cards, configMaps, secrets };
+  }
+
+  private all(): Array<ResilientInformer<KubernetesObject>> {
+    return [...this.informers.values()].flatMap((i) => [i.cards, i.configMaps, i.secrets]) as Array<
+      ResilientInformer<KubernetesObject>
+    >;
+  }
+
+  /** Names of informers that have not loaded their first list yet. */
+  unsynced(): string[] {
+    return this.all()
+      .filter((i) => !i.synced)
+      .map((i) => i.name);
+  }
+
+  /**
+   * Starts the informers; once every cache is loaded, queues every AgentCard and starts the
+   * periodic resync. Reconciles never run on a partial cache (that would rewrite existing objects).
+   */
+  async start(signal: AbortSignal): Promise<void> {
+    await Promise.all(this.all().map((i) => i.start()));
+    await Promise.all(this.all().map((i) => i.waitForSync(signal)));
+    if (this.stopping) return;
+    this.started = true;
+    const keys = this.cardKeys();
+    this.log.info('caches synced; reconciling', { agentCards: keys.length });
+    for (const key of keys) this.queue.add(key);
+    this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
+  }
+
+  /** Stops taking work, waits for the reconciles in flight, then stops the watches. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.queue.shutdown();
+    await Promise.all(this.all().map((i) => i.stop()));
+  }
+
+  private cardKeys(): string[] {
+    const keys: string[] = [];
+    for (const { cards } of this.informers.values()) {
+      for (const c of cards.list()) keys.push(cardKey(c.metadata.namespace, c.metadata.name));
+    }
+    return keys;
+  }
+
+  private enqueue(key: string): void {
+    if (this.started) this.queue.add(key);
+  }
+
+  private scopeOf(namespace: string): Informers | undefined {
+    return this.informers.get(namespace) ?? this.informers.get('');
+  }
+
+  // ---- event handlers ------------------------------------------------------------------------
+
+  private onCard(obj: AgentCardObject, added: boolean): void {
+    const { namespace, name } = obj.metadata;
+    const key = cardKey(namespace, name);
+    this.secretIndex.set(
+      key,
+      referencedSecretNames(obj.spec).map((s) => cardKey(namespace, s)),
+    );
+    const generation = obj.metadata.generation ?? 0;
+    const changed = added || this.seenGeneration.get(key) !== generation || !!obj.metadata.deletionTimestamp;
+    this.seenGeneration.set(key, generation);
+    if (changed) this.enqueue(key);
+  }
+
+  private onCardDeleted(obj: AgentCardObject): void {
+    const { namespace, name } = obj.metadata;
+    const key = cardKey(namespace, name);
+    this.secretIndex.delete(key);
+    this.seenGeneration.delete(key);
+    this.cardOverlays.delete(key);
+    this.configMapOverlays.delete(cardKey(namespace, configMapName(name)));
+    this.opts.metrics.forgetCard(namespace, name);
+    this.opts.probes.forget(key);
+    this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
+  }
+
+  private onConfigMap(obj: V1ConfigMap, deleted: boolean): void {
+    const namespace = obj.metadata?.namespace ?? '';
+    const owner =
+      obj.metadata?.labels?.[CARD_LABEL] ??
+      obj.metadata?.ownerReferences?.find((r) => r.controller && r.kind === KIND)?.name;
+    if (!owner) return;
+    const cmKey = cardKey(namespace, obj.metadata?.name ?? '');
+    const overlay = this.configMapOverlays.get(cmKey);
+    if (deleted) {
+      this.configMapOverlays.delete(cmKey);
+    } else if (overlay && overlay.object.metadata?.resourceVersion === obj.metadata?.resourceVersion) {
+      return; // the echo of our own apply
+    }
+    this.enqueue(cardKey(namespace, owner));
+  }
+
+  private onSecret(obj: V1Secret, deleted: boolean): void {
+    const key = cardKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
+    const rv = obj.metadata?.resourceVersion ?? '';
+    if (deleted) this.seenSecretVersion.delete(key);
+    else if (this.seenSecretVersion.get(key) === rv)
+      return; // a relist replaying an unchanged Secret
+    else this.seenSecretVersion.set(key, rv);
+    for (const card of this.secretIndex.cardsFor(key)) this.enqueue(card);
+  }
+
+  // ---- reads with read-your-writes -----------------------------------------------------------
+
+  private currentCard(namespace: string, name: string): AgentCardObject | undefined {
+    const key = cardKey(namespace, name);
+    const cached = this.scopeOf(namespace)?.cards.get(name, namespace);
+    const overlay = this.cardOverlays.get(key);
+    if (overlay && cached && cached.metadata.resourceVersion === overlay.before) return overlay.object;
+    this.cardOverlays.delete(key);
+    return cached;
+  }
+
+  private currentConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
+    const key = cardKey(namespace, name);
+    const cached = this.scopeOf(namespace)?.configMaps.get(name, namespace);
+    const overlay = this.configMapOverlays.get(key);
+    if (overlay && cached?.metadata?.resourceVersion === overlay.before) return overlay.object;
+    this.configMapOverlays.delete(key);
+    return cached;
+  }
+
+  /** Referenced Secrets: from the labelled-Secret cache when there, else one GET each. */
+  private async readSecrets(namespace: string, spec: unknown): Promise<Map<string, SecretView | undefined>> {
+    const out = new Map<string, SecretView | undefined>();
+    const cache = this.scopeOf(namespace)?.secrets;
+    for (const name of referencedSecretNames(spec)) {
+      const secret = cache?.get(name, namespace) ?? (await readSecret(this.opts.clients, namespace, name));
+      out.set(
+        name,
+        secret
+          ? { data: secret.data ?? {}, labelled: secret.metadata?.labels?.[SIGNING_KEY_LABEL] === 'true' }
+          : undefined,
+      );
+    }
+    return out;
+  }
+
+  // ---- the reconcile -------------------------------------------------------------------------
+
+  async reconcile(key: string): Promise<void> {
+    const [namespace, name] = splitKey(key);
+    const resource = this.currentCard(namespace, name);
+    if (!resource || resource.metadata.deletionTimestamp) {
+      this.opts.probes.forget(key);
+      return;
+    }
+    const started = process.hrtime.bigint();
+    const log = this.log.child({ namespace, name });
+    try {
+      await this.reconcileCard(key, resource, log);
+      this.opts.metrics.reconcileTotal.inc({ result: 'success' });
+    } catch (err) {
+      this.opts.metrics.reconcileTotal.inc({ result: 'error' });
+      throw err;
+    } finally {
+      this.opts.metrics.reconcileDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+
+  private async reconcileCard(key: string, resource: AgentCardObject, log: Logger): Promise<void> {
+    const { namespace, name } = resource.metadata;
+    const generation = resource.metadata.generation ?? 0;
+    const secrets = await this.readSecrets(namespace, resource.spec);
+    const cmName = configMapName(name);
+    const input = {
+      resource,
+      secrets,
+      liveConfigMap: this.currentConfigMap(namespace, cmName),
+      interfaces: (spec: AgentCardSpec | undefined) =>
+        this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
+      now: new Date(),
+    };
+    let plan = await planReconcile(input);
+    log.debug('planned', {
+      generation,
+      liveConfigMap: input.liveConfigMap?.metadata?.resourceVersion ?? null,
+      writeConfigMap: !!plan.configMap,
+      writeStatus: plan.statusChanged,
+      events: plan.events.length,
+      signing: plan.signingNote,
+    });
+
+    let publishError: unknown;
+    if (plan.configMap) {
+      const before = this.scopeOf(namespace)?.configMaps.get(cmName, namespace)?.metadata?.resourceVersion;
+      try {
+        this.opts.metrics.apiWrites.inc({ resource: 'configmap' });
+        const stored = await applyConfigMap(this.opts.clients, plan.configMap);
+        delete stored.metadata?.managedFields;
+        this.configMapOverlays.set(cardKey(namespace, cmName), { before, object: stored });
+        log.info('published ConfigMap', { configMap: cmName, digest: plan.status.card?.digest });
+      } catch (err) {
+        publishError = err;
+        log.warn('publishing the ConfigMap failed', { configMap: cmName, error: describeApiError(err) });
+        plan = await planReconcile({ ...input, publishError: describeApiError(err) });
+      }
+    }
+
+    if (plan.statusChanged) {
+      try {
+        this.opts.metrics.apiWrites.inc({ resource: 'status' });
+        const stored = (await applyStatus(
+          this.opts.clients,
+          RESOURCE,
+          namespace,
+          name,
+          statusApplyBody({ apiVersion: API_VERSION, kind: KIND, name, namespace }, plan.status),
+        )) as AgentCardObject & KubernetesObject;
+        delete stored.metadata?.managedFields;
+        this.cardOverlays.set(key, { before: resource.metadata.resourceVersion, object: stored });
+        log.info('status updated', { generation, ready: plan.ready });
+      } catch (err) {
+        if (isNotFound(err)) return; // deleted meanwhile
+        throw err;
+      }
+    }
+
+    const regarding = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: resource.metadata.uid };
+    for (const event of plan.events) this.opts.events.record(regarding, event);
+    this.opts.metrics.setCard(namespace, name, {
+      ready: plan.ready,
+      version: plan.status.card?.version,
+      digest: plan.status.card?.digest,
+    });
+    if (plan.spec) this.opts.probes.track(key, plan.spec, secrets);
+    if (publishError) throw publishError;
+  }
+
+  /** Re-queues one card (probe verdict changes). */
+  requeue(key: string): void {
+    this.enqueue(key);
+  }
+
+  /** The controller-owned status of a card as this controller sees it now (probe wiring). */
+  liveStatus(key: string): { status: ControllerStatus; generation: number } | undefined {
+    const [namespace, name] = splitKey(key);
+    const card = this.currentCard(namespace, name);
+    return card ? { status: ownedStatus(card.status), generation: card.metadata.generation ?? 0 } : undefined;
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * The operator process: health and metrics endpoints, leader election, and the controller that
+ * runs while this replica leads. Stops when `signal` aborts (SIGTERM): no new work, in-flight
+ * reconciles finish, the Lease is released, and the returned promise resolves with the exit code.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from '../log.ts';
+import { createRegistry } from '../metrics/registry.ts';
+import { makeClients } from '../kube/api.ts';
+import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { kubeLeaseStore } from '../kube/lease.ts';
+import { Controller } from './controller.ts';
+import { startHealthServer } from './http.ts';
+import { DEFAULT_TIMING, LeaderElector } from './leader.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { noProbes, probeWiring, type ProbeHooks } from './probes.ts';
+
+export interface OperatorConfig {
+  kubeconfig?: string;
+  namespaces: string[];
+  concurrency: number;
+  resyncMs: number;
+  leaderElect: boolean;
+  leaderElectionNamespace?: string;
+  leaderElectionId: string;
+  leaseDurationSeconds: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  metricsPort: number;
+  bindAddress: string;
+  probes: boolean;
+  probeAllowCidrs: string[];
+  probeConcurrency: number;
+  webhook: {
+    port: number;
+    certMode: 'self-signed' | 'cert-manager';
+    certDir?: string;
+    secret?: string;
+    service?: string;
+    config?: string;
+    sidecarImage?: string;
+    sidecarMode: 'auto' | 'native' | 'container';
+  };
+  operatorNamespace?: string;
+}
+
+/** How long SIGTERM waits for in-flight reconciles before exiting anyway (under the 30 s default grace). */
+const SHUTDOWN_BUDGET_MS = 20_000;
+
+export async function runOperator(
+  flags: OperatorConfig,
+  opts: { signal: AbortSignal; log: Logger; onListening?: (metricsPort: number) => void },
+): Promise<number> {
+  const { log } = opts;
+  const identity = `${process.env.POD_NAME || hostname()}_${randomBytes(4).toString('hex')}`;
+  const kc = loadKubeConfig({ kubeconfig: flags.kubeconfig });
+  const clients = makeClients(kc);
+  const registry = createRegistry();
+  const metrics = new ControllerMetrics(registry);
+  const events = new EventRecorder({
+    clients,
+    log,
+    reportingController: 'agentcard.dev/operator',
+    reportingInstance: identity.slice(0, 128),
+    onWrite: () => metrics.apiWrites.inc({ resource: 'event' }),
+  });
+  let controller: Controller | undefined;
+  const probes: ProbeHooks = flags.probes
+    ? probeWiring({
+        allowCidrs: flags.probeAllowCidrs,
+        concurrency: flags.probeConcurrency,
+        registry,
+        log,
+        liveStatus: (key) => controller?.liveStatus(key),
+        requeue: (key) => controller?.requeue(key),
+      })
+    : noProbes();
+  // TODO(webhook): start operator/webhook's startWebhook(flags.webhook, ...) here once it lands;
+  // until then the webhook and sidecar flags are parsed and validated but unused.
+  if (flags.webhook.port !== 0) {
+    log.warn('the admission webhook is not part of this build yet; --webhook-* flags are ignored', {
+      webhookPort: flags.webhook.port,
+    });
+  }
+
+  let elector: LeaderElector | undefined;
+  const health = await startHealthServer({
+    host: flags.bindAddress,
+    port: flags.metricsPort,
+    registry,
+    notReadyReason: () => {
+      if (elector && !elector.isLeader) return undefined; // a standby is ready to take over
+      if (!controller) return 'starting';
+      const unsynced = controller.unsynced();
+      return unsynced.length ? `informers not synced: ${unsynced.join(', ')}` : undefined;
+    },
+  });
+  opts.onListening?.(health.port);
+  log.info('operator starting', {
+    identity,
+    metricsPort: health.port,
+    namespaces: flags.namespaces.length ? flags.namespaces : 'all',
+    leaderElect: flags.leaderElect,
+    probes: flags.probes,
+  });
+
+  const newController = () =>
+    new Controller({
+      kubeConfig: kc,
+      clients,
+      namespaces: flags.namespaces,
+      concurrency: flags.concurrency,
+      resyncMs: flags.resyncMs,
+      log,
+      metrics,
+      events,
+      probes,
+    });
+
+  /** Stops the controller within the budget; true if everything in flight finished. */
+  const stopController = async (): Promise<boolean> => {
+    if (!controller) return true;
+    const c = controller;
+    const finished = await Promise.race([
+      c.stop().then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), SHUTDOWN_BUDGET_MS).unref()),
+    ]);
+    await probes.stop();
+    await events.flush(3_000);
+    if (!finished) log.warn('reconciles still running at the end of the shutdown budget', {});
+    return finished;
+  };
+
+  let exitCode = 0;
+  if (flags.leaderElect) {
+    const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
+    elector = new LeaderElector(
+      kubeLeaseStore(clients, leaseNamespace, flags.leaderElectionId),
+      identity,
+      log,
+      {
+        ...DEFAULT_TIMING,
+        leaseDurationSeconds: flags.leaseDurationSeconds,
+        renewDeadlineMs: flags.renewDeadlineMs,
+        retryPeriodMs: flags.retryPeriodMs,
+      },
+    );
+    log.info('campaigning for the leader lease', { leaseNamespace, lease: flags.leaderElectionId, identity });
+    if (await elector.acquire(opts.signal)) {
+      metrics.leader.set(1);
+      controller = newController();
+      const started = controller.start(opts.signal).catch((err: unknown) => {
+        if (!opts.signal.aborted) log.error('controller failed to start', { error: String(err) });
+      });
+      const { lost } = await elector.holdUntilLost(opts.signal);
+      metrics.leader.set(0);
+      await stopController();
+      await started;
+      if (lost) {
+        // Another replica may be working already: exit, and let the restart campaign again.
+        exitCode = 1;
+      } else {
+        await elector.release();
+      }
+    }
+  } else {
+    metrics.leader.set(1);
+    controller = newController();
+    await Promise.race([
+      controller.start(opts.signal).catch((err: unknown) => {
+        if (!opts.signal.aborted) log.error('controller failed to start', { error: String(err) });
+      }),
+      new Promise((r) => opts.signal.addEventListener('abort', r, { once: true })),
+    ]);
+    if (!opts.signal.aborted)
+      await new Promise((r) => opts.signal.addEventListener('abort', r, { once: true }));
+    await stopController();
+  }
+  await health.close();
+  log.info('operator stopped', { exitCode });
+  return exitCode;
+}

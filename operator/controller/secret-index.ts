@@ -1,0 +1,60 @@
+/**
+ * Which AgentCards reference which Secrets (spec.signing.keys[].secretRef and
+ * spec.probe.credentials[].secretRef, always in the AgentCard's namespace), so that a change of a
+ * watched Secret re-queues exactly the cards that use it. Keys are "namespace/name".
+ */
+export class SecretIndex {
+  private readonly bySecret = new Map<string, Set<string>>();
+  private readonly byCard = new Map<string, Set<string>>();
+
+  /** Replaces the Secrets referenced by one card. */
+  set(cardKey: string, secretKeys: Iterable<string>): void {
+    this.delete(cardKey);
+    const secrets = new Set(secretKeys);
+    if (secrets.size === 0) return;
+    this.byCard.set(cardKey, secrets);
+    for (const s of secrets) {
+      let cards = this.bySecret.get(s);
+      if (!cards) this.bySecret.set(s, (cards = new Set()));
+      cards.add(cardKey);
+    }
+  }
+
+  delete(cardKey: string): void {
+    const secrets = this.byCard.get(cardKey);
+    if (!secrets) return;
+    this.byCard.delete(cardKey);
+    for (const s of secrets) {
+      const cards = this.bySecret.get(s);
+      cards?.delete(cardKey);
+      if (cards?.size === 0) this.bySecret.delete(s);
+    }
+  }
+
+  cardsFor(secretKey: string): string[] {
+    return [...(this.bySecret.get(secretKey) ?? [])];
+  }
+
+  secretsOf(cardKey: string): string[] {
+    return [...(this.byCard.get(cardKey) ?? [])];
+  }
+}
+
+/** The Secret names a spec refers to (read leniently: the spec may be invalid). */
+export function referencedSecretNames(spec: unknown): string[] {
+  const names = new Set<string>();
+  const s = spec as {
+    signing?: { keys?: Array<{ secretRef?: { name?: unknown } }> };
+    probe?: { credentials?: Array<{ secretRef?: { name?: unknown } }> };
+  };
+  const add = (list: Array<{ secretRef?: { name?: unknown } }> | undefined) => {
+    if (!Array.isArray(list)) return;
+    for (const item of list) {
+      const name = item?.secretRef?.name;
+      if (typeof name === 'string' && name) names.add(name);
+    }
+  };
+  add(s?.signing?.keys);
+  add(s?.probe?.credentials);
+  return [...names];
+}

@@ -1,0 +1,67 @@
+/**
+ * The part of AgentCard.status the controller owns, and the comparison that decides whether a
+ * status write is needed. The controller applies exactly these fields with server-side apply, so
+ * fields other writers own (for example `status.serving`) are neither copied nor removed.
+ */
+import type { AgentCardStatus } from '../card/resource.ts';
+import type { Condition } from './types.ts';
+
+export const OWNED_STATUS_FIELDS = [
+  'observedGeneration',
+  'conditions',
+  'card',
+  'signatures',
+  'interfaces',
+  'reachableInterfaces',
+] as const;
+
+/** The controller-owned part of AgentCard.status (the schema's fields, conditions always with observedGeneration). */
+export type ControllerStatus = Omit<
+  Pick<AgentCardStatus, (typeof OWNED_STATUS_FIELDS)[number]>,
+  'conditions'
+> & {
+  conditions?: Condition[];
+};
+export type CardStatus = NonNullable<AgentCardStatus['card']>;
+
+/** Picks the controller-owned fields of a live status (anything else is ignored). */
+export function ownedStatus(status: unknown): ControllerStatus {
+  const out: Record<string, unknown> = {};
+  if (status && typeof status === 'object') {
+    for (const field of OWNED_STATUS_FIELDS) {
+      const value = (status as Record<string, unknown>)[field];
+      if (value !== undefined && value !== null) out[field] = value;
+    }
+  }
+  return out as ControllerStatus;
+}
+
+/** JSON text with object keys sorted and undefined dropped: equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      return Object.fromEntries(
+        Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+      );
+    }
+    return v;
+  });
+}
+
+/** Whether applying `desired` would change the controller-owned part of `live`. */
+export function statusChanged(live: unknown, desired: ControllerStatus): boolean {
+  return canonicalJson(ownedStatus(live)) !== canonicalJson(ownedStatus(desired));
+}
+
+/** The server-side apply body for the status subresource. */
+export function statusApplyBody(
+  ref: { apiVersion: string; kind: string; name: string; namespace: string },
+  status: ControllerStatus,
+): Record<string, unknown> {
+  return {
+    apiVersion: ref.apiVersion,
+    kind: ref.kind,
+    metadata: { name: ref.name, namespace: ref.namespace },
+    status: ownedStatus(status),
+  };
+}

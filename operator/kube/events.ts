@@ -1,0 +1,121 @@
+/**
+ * Records Kubernetes Events for AgentCards, in the background like client-go's event
+ * broadcaster: a reconcile hands its events over and goes on; a small sender writes them with
+ * bounded concurrency. Events are best effort:
+ * - an identical event (same object, type, reason and message) repeated within the dedupe window
+ *   is dropped, so a flapping input cannot flood the API server;
+ * - when the backlog is full the oldest pending event is dropped (and counted);
+ * - a failed write is logged (without the message) and not retried.
+ * The reconcile only plans events on state changes (controller/events.ts).
+ */
+import type { Logger } from '../log.ts';
+import { createEvent, type Clients, type EventInput } from './api.ts';
+import { describeApiError } from './errors.ts';
+
+export interface EventRecorderOptions {
+  clients: Clients;
+  log: Logger;
+  reportingController: string;
+  reportingInstance: string;
+  dedupeWindowMs?: number;
+  /** Event writes in flight at most (default 2). */
+  concurrency?: number;
+  /** Pending events kept at most (default 1,000). */
+  backlog?: number;
+  /** Called before each Event write (for the API-writes metric). */
+  onWrite?: () => void;
+}
+
+export interface RecordedEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  action: string;
+  message: string;
+}
+
+const MAX_REMEMBERED = 10_000;
+
+export class EventRecorder {
+  private readonly opts: EventRecorderOptions;
+  private readonly windowMs: number;
+  private readonly concurrency: number;
+  private readonly backlog: number;
+  private readonly recent = new Map<string, number>();
+  private readonly pending: Array<{ regarding: EventInput['regarding']; event: RecordedEvent }> = [];
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+  /** Events dropped because the backlog was full. */
+  dropped = 0;
+
+  constructor(opts: EventRecorderOptions) {
+    this.opts = opts;
+    this.windowMs = opts.dedupeWindowMs ?? 10 * 60_000;
+    this.concurrency = opts.concurrency ?? 2;
+    this.backlog = opts.backlog ?? 1_000;
+  }
+
+  /** Queues an event for `regarding`; returns at once. */
+  record(regarding: EventInput['regarding'], event: RecordedEvent): void {
+    const key = `${regarding.uid}\u0000${event.type}\u0000${event.reason}\u0000${event.message}`;
+    const now = Date.now();
+    const last = this.recent.get(key);
+    if (last !== undefined && now - last < this.windowMs) return;
+    this.recent.delete(key);
+    this.recent.set(key, now);
+    if (this.recent.size > MAX_REMEMBERED) this.recent.delete(this.recent.keys().next().value as string);
+    this.pending.push({ regarding, event });
+    if (this.pending.length > this.backlog) {
+      this.pending.shift();
+      this.dropped += 1;
+    }
+    this.pump();
+  }
+
+  /** Resolves when every queued event has been written (or `timeoutMs` passed). */
+  async flush(timeoutMs: number): Promise<void> {
+    if (this.pending.length === 0 && this.inFlight === 0) return;
+    await Promise.race([
+      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
+      new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref()),
+    ]);
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.concurrency && this.pending.length > 0) {
+      const next = this.pending.shift()!;
+      this.inFlight += 1;
+      void this.send(next.regarding, next.event).finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+        if (this.inFlight === 0 && this.pending.length === 0) {
+          const waiters = this.idleWaiters;
+          this.idleWaiters = [];
+          for (const resolve of waiters) resolve();
+        }
+      });
+    }
+  }
+
+  private async send(regarding: EventInput['regarding'], event: RecordedEvent): Promise<void> {
+    try {
+      this.opts.onWrite?.();
+      await createEvent(this.opts.clients, {
+        namespace: regarding.namespace,
+        regarding,
+        type: event.type,
+        reason: event.reason,
+        action: event.action,
+        note: event.message,
+        reportingController: this.opts.reportingController,
+        reportingInstance: this.opts.reportingInstance,
+      });
+    } catch (err) {
+      this.opts.log.warn('could not record event', {
+        namespace: regarding.namespace,
+        name: regarding.name,
+        reason: event.reason,
+        error: describeApiError(err),
+      });
+    }
+  }
+}

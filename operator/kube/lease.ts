@@ -1,0 +1,54 @@
+/** The leader election Lease on the API server (coordination.k8s.io/v1), as a LeaseStore. */
+import type { V1Lease } from '@kubernetes/client-node';
+import type { LeaseRecord, LeaseStore } from '../controller/leader.ts';
+import { createLease, readLease, replaceLease, type Clients } from './api.ts';
+
+function timeText(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  // The client types MicroTime as a Date but hands over the server's text unchanged.
+  return value instanceof Date ? value.toISOString() : String(value);
+}
+
+function toRecord(lease: V1Lease): LeaseRecord {
+  const spec = lease.spec ?? {};
+  return {
+    holderIdentity: spec.holderIdentity ?? '',
+    leaseDurationSeconds: spec.leaseDurationSeconds,
+    acquireTime: timeText(spec.acquireTime),
+    renewTime: timeText(spec.renewTime),
+    leaseTransitions: spec.leaseTransitions,
+  };
+}
+
+function toLease(namespace: string, name: string, record: LeaseRecord, resourceVersion?: string): V1Lease {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name, namespace, ...(resourceVersion ? { resourceVersion } : {}) },
+    // MicroTime fields travel as RFC 3339 text with microseconds.
+    spec: record as unknown as V1Lease['spec'],
+  };
+}
+
+export function kubeLeaseStore(clients: Clients, namespace: string, name: string): LeaseStore {
+  return {
+    async read() {
+      const lease = await readLease(clients, namespace, name);
+      if (!lease) return undefined;
+      return { record: toRecord(lease), resourceVersion: lease.metadata?.resourceVersion ?? '' };
+    },
+    async create(record) {
+      const lease = await createLease(clients, namespace, toLease(namespace, name, record));
+      return { resourceVersion: lease.metadata?.resourceVersion ?? '' };
+    },
+    async write(record, resourceVersion) {
+      const lease = await replaceLease(
+        clients,
+        namespace,
+        name,
+        toLease(namespace, name, record, resourceVersion),
+      );
+      return { resourceVersion: lease.metadata?.resourceVersion ?? '' };
+    },
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * One served version of the card: the three documents of a published ConfigMap, checked and
+ * turned into ready-to-write bytes and header lists once, so that answering a request never
+ * serializes, hashes or formats anything.
+ */
+import { createHash } from 'node:crypto';
+import { checkAgentCard, checkJwks, checkLegacyCard } from './check.ts';
+
+/** ConfigMap keys (files in the mounted directory) and the paths they are served at. */
+export const DOCUMENTS = [
+  { file: 'agent-card.json', path: '/.well-known/agent-card.json', required: true, check: checkAgentCard },
+  { file: 'agent.json', path: '/.well-known/agent.json', required: false, check: checkLegacyCard },
+  { file: 'jwks.json', path: '/.well-known/jwks.json', required: false, check: checkJwks },
+] as const;
+export const MAX_AGE_FILE = 'cache-max-age-seconds';
+/** Same bound as spec.serving.cacheMaxAgeSeconds in the AgentCard resource. */
+export const MAX_AGE_LIMIT = 86_400;
+/** Public discovery clients cap card responses at 1 MiB; a bigger file is not a card. */
+export const MAX_FILE_BYTES = 1024 * 1024;
+
+export interface FileContent {
+  bytes: Buffer;
+  /** Size on disk (bytes may be left empty for a file too big to be read). */
+  size: number;
+  mtimeMs: number;
+}
+
+/** What was read from the directory: file name -> content (absent files are missing). */
+export type FileSet = ReadonlyMap<string, FileContent>;
+
+export interface PreparedDocument {
+  body: Buffer;
+  /** Strong entity tag (RFC 9110 section 8.8.3), a hash of the bytes. */
+  etag: string;
+  /** Last-Modified in whole seconds since the epoch (HTTP dates have one-second resolution). */
+  lastModifiedSeconds: number;
+  /** Flat [name, value, ...] lists for `res.writeHead`, built once per version. */
+  headers200: string[];
+  headers304: string[];
+}
+
+export interface CardVersion {
+  /** URL path -> document. */
+  documents: ReadonlyMap<string, PreparedDocument>;
+  /** `sha256:<hex>` of the agent-card.json bytes, the same form as the AgentCard's status.card.digest. */
+  digest: string;
+  /** The card's own `version` field. */
+  cardVersion: string;
+  maxAgeSeconds: number;
+}
+
+export type PrepareResult = { ok: true; version: CardVersion } | { ok: false; problem: string };
+
+/** Headers every answer carries, whatever its status. */
+export const COMMON_HEADERS = ['X-Content-Type-Options', 'nosniff'] as const;
+/** CORS for public discovery from browsers: no credentials are involved, so `*` is safe. */
+export const CORS_HEADERS = [
+  'Access-Control-Allow-Origin',
+  '*',
+  'Access-Control-Expose-Headers',
+  'ETag, Last-Modified, Cache-Control',
+] as const;
+
+/** Checks the files and prepares every document, or names the first problem found. */
+export function prepareVersion(files: FileSet, opts: { defaultMaxAgeSeconds: number }): PrepareResult {
+  const maxAge = parseMaxAge(files.get(MAX_AGE_FILE), opts.defaultMaxAgeSeconds);
+  if (typeof maxAge === 'string') return { ok: false, problem: maxAge };
+
+  const documents = new Map<string, PreparedDocument>();
+  let cardVersion = '';
+  for (const doc of DOCUMENTS) {
+    const content = files.get(doc.file);
+    if (!content) {
+      if (doc.required) return { ok: false, problem: `${doc.file} is missing` };
+      continue;
+    }
+    if (content.size > MAX_FILE_BYTES) {
+      return { ok: false, problem: `${doc.file} is ${content.size} bytes, over the 1 MiB limit` };
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(content.bytes.toString('utf8'));
+    } catch (err) {
+      return {
+        ok: false,
+        problem: `${doc.file} is not valid JSON (${(err as Error).message.split('\n', 1)[0]})`,
+      };
+    }
+    const problem = doc.check(parsed);
+    if (problem) return { ok: false, problem };
+    if (doc.file === 'agent-card.json') cardVersion = (parsed as { version: string }).version;
+    documents.set(doc.path, prepareDocument(content, maxAge));
+  }
+  const digest = 'sha256:' + createHash('sha256').update(files.get('agent-card.json')!.bytes).digest('hex');
+  return { ok: true, version: { documents, digest, cardVersion, maxAgeSeconds: maxAge } };
+}
+
+function parseMaxAge(content: FileContent | undefined, fallback: number): number | string {
+  if (!content) return fallback;
+  const text = content.bytes.toString('utf8').trim();
+  const value = Number(text);
+  if (!/^\d{1,6}$/.test(text) || value > MAX_AGE_LIMIT) {
+    return `${MAX_AGE_FILE} must be an integer from 0 to ${MAX_AGE_LIMIT}, got '${text.slice(0, 20)}'`;
+  }
+  return value;
+}
+
+function prepareDocument(content: FileContent, maxAgeSeconds: number): PreparedDocument {
+  const body = Buffer.from(content.bytes); // a private copy: the caller's buffer may be reused
+  const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
+  const lastModifiedSeconds = Math.floor(content.mtimeMs / 1000);
+  const lastModified = new Date(lastModifiedSeconds * 1000).toUTCString();
+  // RFC 9110 section 15.4.5: a 304 repeats the validators and caching headers of the 200.
+  const validators = [
+    'ETag',
+    etag,
+    'Last-Modified',
+    lastModified,
+    'Cache-Control',
+    `public, max-age=${maxAgeSeconds}`,
+  ];
+  const headers304 = [...validators, ...CORS_HEADERS, ...COMMON_HEADERS];
+  const headers200 = [
+    'Content-Type',
+    'application/json',
+    'Content-Length',
+    String(body.length),
+    ...headers304,
+  ];
+  return { body, etag, lastModifiedSeconds, headers200, headers304 };
+}

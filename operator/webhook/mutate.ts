@@ -1,0 +1,241 @@
+/**
+ * Sidecar injection as a pure function: an AdmissionReview for a Pod in, an AdmissionReview
+ * response with a JSON Patch (RFC 6902) out. The webhook never denies a Pod; it only adds the
+ * sidecar to Pods that ask for it.
+ *
+ * Rules:
+ * - opt-in per Pod with the annotation `agentcard.dev/inject: <AgentCard name>`; the AgentCard
+ *   must be in the Pod's namespace (a `namespace/name` value naming another one is ignored);
+ * - Pods in the operator's own namespace are never touched;
+ * - idempotent: a Pod that already has a container named `agentcard-sidecar` (in containers or
+ *   initContainers) gets no patch, so reinvocation is safe;
+ * - native sidecar (an init container with restartPolicy Always, Kubernetes 1.29+) or an
+ *   ordinary container, chosen by the configured mode;
+ * - the container passes the `restricted` Pod Security Standard.
+ */
+import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { SIDECAR_UID, sidecarEnv } from '../sidecar/runtime.ts';
+
+export const INJECT_ANNOTATION = 'agentcard.dev/inject';
+export const SIDECAR_CONTAINER = 'agentcard-sidecar';
+export const CARD_VOLUME = 'agentcard-card';
+export const CARD_DIR = '/etc/agentcard';
+export const SIDECAR_PORT = 8095;
+export const SIDECAR_METRICS_PORT = 8096;
+export const SIDECAR_PORT_NAME = 'agent-card';
+
+export type SidecarMode = 'auto' | 'native' | 'container';
+export const SIDECAR_MODES: readonly SidecarMode[] = ['auto', 'native', 'container'];
+
+export interface InjectionConfig {
+  sidecarImage: string;
+  mode: SidecarMode;
+  /** The API server's version, for `auto` (native sidecars need 1.29 or newer). */
+  serverVersion?: { major: string; minor: string } | undefined;
+  operatorNamespace: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+}
+
+export type JsonPatchOp = { op: 'add'; path: string; value: unknown };
+
+export type Decision =
+  | { inject: true; card: string; native: boolean; patch: JsonPatchOp[] }
+  /** `warn`: the Pod asked for the sidecar and should be told why it did not get it. */
+  | { inject: false; reason: string; card?: string; warn?: boolean };
+
+/** The name of the ConfigMap the controller publishes for an AgentCard. */
+export const cardConfigMapName = (card: string) => `${card}-agent-card`;
+
+// RFC 1123 subdomain: the rule for AgentCard (and ConfigMap) names.
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Whether native sidecars are used for this mode and server version. */
+export function useNativeSidecar(mode: SidecarMode, version?: { major: string; minor: string }): boolean {
+  if (mode !== 'auto') return mode === 'native';
+  if (!version) return false; // unknown server: the ordinary container works everywhere
+  const major = parseInt(version.major, 10);
+  const minor = parseInt(version.minor, 10); // "29+" on some distributions
+  return major > 1 || (major === 1 && minor >= 29);
+}
+
+/** Decides about one Pod in `namespace`. */
+export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Decision {
+  const requested = pod.metadata?.annotations?.[INJECT_ANNOTATION];
+  if (requested === undefined) return { inject: false, reason: 'no inject annotation' };
+  if (namespace === cfg.operatorNamespace) {
+    return { inject: false, reason: "the operator's namespace is excluded" };
+  }
+  let card = requested.trim();
+  const slash = card.indexOf('/');
+  if (slash >= 0) {
+    const ns = card.slice(0, slash);
+    if (ns !== namespace) {
+      return {
+        inject: false,
+        reason: `AgentCard ${card} is not in the Pod's namespace ${namespace}`,
+        card,
+        warn: true,
+      };
+    }
+    card = card.slice(slash + 1);
+  }
+  // The ConfigMap name adds 11 characters and must stay within 253.
+  if (!DNS_SUBDOMAIN.test(card) || card.length > 253 - 11) {
+    return {
+      inject: false,
+      reason: `'${requested.slice(0, 100)}' is not a valid AgentCard name`,
+      warn: true,
+    };
+  }
+  const spec = pod.spec;
+  if (!spec) return { inject: false, reason: 'the Pod has no spec', card };
+  const all = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
+  if (all.some((c) => c.name === SIDECAR_CONTAINER)) {
+    return { inject: false, reason: 'the sidecar is already there', card };
+  }
+  const taken = all.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort));
+  const clash = [SIDECAR_PORT, SIDECAR_METRICS_PORT].find((p) => taken.includes(p));
+  if (clash !== undefined) {
+    return {
+      inject: false,
+      reason: `port ${clash} is already used by a container of the Pod`,
+      card,
+      warn: true,
+    };
+  }
+  const existingVolume = spec.volumes?.find((v) => v.name === CARD_VOLUME);
+  if (existingVolume && existingVolume.configMap?.name !== cardConfigMapName(card)) {
+    return {
+      inject: false,
+      reason: `the Pod already has a different volume named ${CARD_VOLUME}`,
+      card,
+      warn: true,
+    };
+  }
+
+  const native = useNativeSidecar(cfg.mode, cfg.serverVersion);
+  const container = sidecarContainer(cfg, native);
+  const patch: JsonPatchOp[] = [];
+  if (native) {
+    // First among the init containers, so the card is served before anything else starts.
+    if (spec.initContainers?.length)
+      patch.push({ op: 'add', path: '/spec/initContainers/0', value: container });
+    else patch.push({ op: 'add', path: '/spec/initContainers', value: [container] });
+  } else {
+    patch.push({ op: 'add', path: '/spec/containers/-', value: container });
+  }
+  if (!existingVolume) {
+    const volume = cardVolume(card);
+    if (spec.volumes?.length) patch.push({ op: 'add', path: '/spec/volumes/-', value: volume });
+    else patch.push({ op: 'add', path: '/spec/volumes', value: [volume] });
+  }
+  return { inject: true, card, native, patch };
+}
+
+export function cardVolume(card: string): V1Volume {
+  // optional: a Pod created before its AgentCard is published still starts; the sidecar
+  // answers 503 until the kubelet fills the volume.
+  return { name: CARD_VOLUME, configMap: { name: cardConfigMapName(card), optional: true } };
+}
+
+export function sidecarContainer(cfg: InjectionConfig, native: boolean): V1Container {
+  const container: V1Container = {
+    name: SIDECAR_CONTAINER,
+    image: cfg.sidecarImage,
+    imagePullPolicy: cfg.imagePullPolicy ?? 'IfNotPresent',
+    args: ['sidecar', '--dir', CARD_DIR, '--port', String(SIDECAR_PORT)],
+    ports: [
+      { name: SIDECAR_PORT_NAME, containerPort: SIDECAR_PORT, protocol: 'TCP' },
+      { name: 'agent-card-mon', containerPort: SIDECAR_METRICS_PORT, protocol: 'TCP' },
+    ],
+    env: sidecarEnv(),
+    resources: {
+      requests: { cpu: '10m', memory: '64Mi' },
+      limits: { memory: '128Mi' },
+    },
+    // Liveness only: a native sidecar's readiness would hold the whole Pod unready until its
+    // card is published, and the agent must not wait for its card.
+    livenessProbe: {
+      httpGet: { path: '/healthz', port: SIDECAR_METRICS_PORT },
+      periodSeconds: 20,
+      failureThreshold: 3,
+    },
+    // The `restricted` Pod Security Standard, field by field.
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: SIDECAR_UID,
+      runAsGroup: SIDECAR_UID,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    volumeMounts: [{ name: CARD_VOLUME, mountPath: CARD_DIR, readOnly: true }],
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+  };
+  if (native) container.restartPolicy = 'Always';
+  return container;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AdmissionReview (admission.k8s.io/v1)
+
+export interface AdmissionReviewRequest {
+  uid: string;
+  kind?: { group?: string; version?: string; kind?: string };
+  namespace?: string;
+  operation?: string;
+  object?: V1Pod;
+  name?: string;
+}
+
+export interface AdmissionReviewResponse {
+  apiVersion: 'admission.k8s.io/v1';
+  kind: 'AdmissionReview';
+  response: {
+    uid: string;
+    allowed: true;
+    patchType?: 'JSONPatch';
+    patch?: string;
+    warnings?: string[];
+  };
+}
+
+/** Reads the request part of an AdmissionReview, or names what is wrong with it. */
+export function parseReview(body: unknown): { request: AdmissionReviewRequest } | { error: string } {
+  if (typeof body !== 'object' || body === null) return { error: 'body is not a JSON object' };
+  const review = body as { apiVersion?: unknown; kind?: unknown; request?: unknown };
+  if (review.kind !== 'AdmissionReview') return { error: "kind is not 'AdmissionReview'" };
+  if (review.apiVersion !== 'admission.k8s.io/v1')
+    return { error: "apiVersion is not 'admission.k8s.io/v1'" };
+  const request = review.request as AdmissionReviewRequest | undefined;
+  if (!request || typeof request.uid !== 'string' || request.uid === '')
+    return { error: 'request.uid is missing' };
+  return { request };
+}
+
+/** The full answer to one review, with the decision for logging and metrics. */
+export function review(
+  request: AdmissionReviewRequest,
+  cfg: InjectionConfig,
+): { response: AdmissionReviewResponse; decision: Decision } {
+  const base: AdmissionReviewResponse = {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    response: { uid: request.uid, allowed: true },
+  };
+  const isPod = request.kind?.kind === 'Pod' && (request.kind.group ?? '') === '';
+  if (!isPod || request.operation !== 'CREATE' || !request.object) {
+    return { response: base, decision: { inject: false, reason: 'not a Pod creation' } };
+  }
+  const namespace = request.namespace ?? request.object.metadata?.namespace ?? '';
+  const decision = decide(request.object, namespace, cfg);
+  if (!decision.inject) {
+    // Tell the user why a Pod that asked for the sidecar did not get it (kubectl shows warnings).
+    if (decision.warn) base.response.warnings = [`agentcard: sidecar not injected: ${decision.reason}`];
+    return { response: base, decision };
+  }
+  base.response.patchType = 'JSONPatch';
+  base.response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
+  return { response: base, decision };
+}

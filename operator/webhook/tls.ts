@@ -1,0 +1,238 @@
+/**
+ * Where the webhook's serving certificate comes from, and keeping it current:
+ *
+ * - self-signed (default): a CA and serving certificate kept in a Secret in the operator's
+ *   namespace, renewed when a third of a lifetime is left; the MutatingWebhookConfiguration's
+ *   caBundle is patched to match (and re-checked on every sync, so a GitOps tool that reverts it
+ *   is corrected; see the README for the Argo CD ignore rule);
+ * - cert-manager: tls.crt / tls.key read from a mounted directory and re-read when they change;
+ *   cert-manager's CA injector owns the caBundle.
+ */
+import { watch } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { join } from 'node:path';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { AdmissionregistrationV1Api, CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import type { Logger } from '../log.ts';
+import { SECRET_KEYS, renewBundle } from './certs.ts';
+import type { CertBundle } from './certs.ts';
+
+export interface ServingCert {
+  cert: string;
+  key: string;
+}
+
+export interface CertSource {
+  current(): ServingCert;
+  /** Called after the certificate changed (renewal, rotation by cert-manager). */
+  onChange(listener: (cert: ServingCert) => void): void;
+  close(): void;
+}
+
+const statusOf = (err: unknown) => (err as { code?: number }).code;
+
+function fromSecret(secret: V1Secret | undefined): Partial<CertBundle> {
+  const data = secret?.data ?? {};
+  const out: Partial<CertBundle> = {};
+  for (const [field, key] of Object.entries(SECRET_KEYS) as [keyof CertBundle, string][]) {
+    const b64 = data[key];
+    if (b64) out[field] = Buffer.from(b64, 'base64').toString('utf8');
+  }
+  return out;
+}
+
+function toSecretData(bundle: CertBundle): Record<string, string> {
+  const data: Record<string, string> = {};
+  for (const [field, key] of Object.entries(SECRET_KEYS) as [keyof CertBundle, string][]) {
+    data[key] = Buffer.from(bundle[field]).toString('base64');
+  }
+  return data;
+}
+
+/**
+ * Reads the Secret, renews what is due, writes it back (optimistic concurrency: on a conflict
+ * another replica won, and its bundle is read and used) and returns the bundle in force.
+ */
+export async function syncCertSecret(
+  core: CoreV1Api,
+  opts: { namespace: string; secretName: string; hosts: string[]; now?: Date },
+): Promise<{ bundle: CertBundle; renewed: boolean }> {
+  for (let attempt = 0; ; attempt++) {
+    let secret: V1Secret | undefined;
+    try {
+      secret = await core.readNamespacedSecret({ name: opts.secretName, namespace: opts.namespace });
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+    }
+    const { bundle, changed } = await renewBundle(fromSecret(secret), opts.hosts, opts.now ?? new Date());
+    if (!changed) return { bundle, renewed: false };
+    const body: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'kubernetes.io/tls',
+      metadata: {
+        name: opts.secretName,
+        namespace: opts.namespace,
+        labels: {
+          'app.kubernetes.io/managed-by': 'agentcard-operator',
+          'app.kubernetes.io/component': 'webhook',
+        },
+        ...(secret?.metadata?.resourceVersion ? { resourceVersion: secret.metadata.resourceVersion } : {}),
+      },
+      data: toSecretData(bundle),
+    };
+    try {
+      if (secret)
+        await core.replaceNamespacedSecret({ name: opts.secretName, namespace: opts.namespace, body });
+      else await core.createNamespacedSecret({ namespace: opts.namespace, body });
+      return { bundle, renewed: true };
+    } catch (err) {
+      // 409: another replica wrote first (create or replace); its bundle is read next round.
+      if (statusOf(err) !== 409 || attempt >= 3) throw err;
+    }
+  }
+}
+
+/**
+ * Sets caBundle on every webhook of the MutatingWebhookConfiguration where it differs.
+ * Returns how many were patched; a missing configuration is 'missing' (not installed yet).
+ */
+export async function patchCaBundle(
+  admission: AdmissionregistrationV1Api,
+  name: string,
+  caBundlePem: string,
+): Promise<number | 'missing'> {
+  let config;
+  try {
+    config = await admission.readMutatingWebhookConfiguration({ name });
+  } catch (err) {
+    if (statusOf(err) === 404) return 'missing';
+    throw err;
+  }
+  const want = Buffer.from(caBundlePem).toString('base64');
+  const ops: object[] = [];
+  (config.webhooks ?? []).forEach((w, i) => {
+    if (w.clientConfig.caBundle !== want) {
+      // The test op makes the patch fail instead of overwriting a concurrent change blindly.
+      ops.push({ op: 'test', path: `/webhooks/${i}/name`, value: w.name });
+      ops.push({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want });
+    }
+  });
+  if (ops.length === 0) return 0;
+  await admission.patchMutatingWebhookConfiguration(
+    { name, body: ops },
+    setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+  );
+  return ops.length / 2;
+}
+
+export async function selfSignedCertSource(opts: {
+  core: CoreV1Api;
+  admission: AdmissionregistrationV1Api;
+  namespace: string;
+  secretName: string;
+  webhookConfigName: string;
+  hosts: string[];
+  logger: Logger;
+  /** How often the Secret and the caBundle are re-checked (default 10 minutes). */
+  syncMs?: number;
+}): Promise<CertSource> {
+  const { logger } = opts;
+  const listeners: ((c: ServingCert) => void)[] = [];
+  let current: ServingCert | undefined;
+
+  const sync = async () => {
+    const { bundle, renewed } = await syncCertSecret(opts.core, opts);
+    if (renewed) {
+      logger.info('webhook certificate issued', {
+        secret: `${opts.namespace}/${opts.secretName}`,
+        notAfter: new X509Certificate(bundle.cert).validTo,
+      });
+    }
+    const patched = await patchCaBundle(opts.admission, opts.webhookConfigName, bundle.caBundle);
+    if (patched === 'missing') {
+      logger.warn('MutatingWebhookConfiguration not found; caBundle not set', {
+        name: opts.webhookConfigName,
+      });
+    } else if (patched > 0) {
+      logger.info('caBundle updated', { name: opts.webhookConfigName, webhooks: patched });
+    }
+    if (!current || current.cert !== bundle.cert) {
+      const first = !current;
+      current = { cert: bundle.cert, key: bundle.key };
+      if (!first) listeners.forEach((l) => l(current!));
+    }
+  };
+
+  await sync();
+  const timer = setInterval(() => {
+    sync().catch((err: unknown) =>
+      logger.warn('webhook certificate sync failed', { error: (err as Error).message }),
+    );
+  }, opts.syncMs ?? 600_000);
+  timer.unref();
+  return {
+    current: () => current!,
+    onChange: (l) => void listeners.push(l),
+    close: () => clearInterval(timer),
+  };
+}
+
+/** cert-manager mode: the Secret it maintains, mounted as a directory with tls.crt and tls.key. */
+export async function directoryCertSource(opts: {
+  dir: string;
+  logger: Logger;
+  pollMs?: number;
+}): Promise<CertSource> {
+  const listeners: ((c: ServingCert) => void)[] = [];
+  const read = async (): Promise<ServingCert> => {
+    const [cert, key] = await Promise.all([
+      readFile(join(opts.dir, 'tls.crt'), 'utf8'),
+      readFile(join(opts.dir, 'tls.key'), 'utf8'),
+    ]);
+    // A pair caught halfway through a rotation does not match; it is retried at the next change.
+    if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) {
+      throw new Error('tls.crt and tls.key do not match');
+    }
+    return { cert, key };
+  };
+  let current = await read().catch((err: unknown) => {
+    throw new Error(`cannot use the webhook certificate in ${opts.dir}: ${(err as Error).message}`);
+  });
+  const check = async () => {
+    try {
+      const next = await read();
+      if (next.cert !== current.cert || next.key !== current.key) {
+        current = next;
+        opts.logger.info('webhook certificate reloaded', { dir: opts.dir });
+        listeners.forEach((l) => l(current));
+      }
+    } catch (err) {
+      opts.logger.warn('webhook certificate not reloaded', { dir: opts.dir, error: (err as Error).message });
+    }
+  };
+  let watcher: FSWatcher | undefined;
+  let debounce: NodeJS.Timeout | undefined;
+  try {
+    watcher = watch(opts.dir, { persistent: false }, () => {
+      clearTimeout(debounce);
+      debounce = setTimeout(() => void check(), 100);
+    });
+    watcher.on('error', () => watcher?.close());
+  } catch {
+    watcher = undefined;
+  }
+  const poll = setInterval(() => void check(), opts.pollMs ?? 60_000);
+  poll.unref();
+  return {
+    current: () => current,
+    onChange: (l) => void listeners.push(l),
+    close() {
+      clearInterval(poll);
+      clearTimeout(debounce);
+      watcher?.close();
+    },
+  };
+}

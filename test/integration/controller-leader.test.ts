@@ -1,0 +1,167 @@
+// Leader election on a real coordination.k8s.io Lease: the elector itself, then two real
+// operator processes (bin/agentcard.js operator) with one leader and a failover.
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaderElector } from '../../operator/controller/leader.ts';
+import { makeClients } from '../../operator/kube/api.ts';
+import { kubeLeaseStore } from '../../operator/kube/lease.ts';
+import { createLogger } from '../../operator/log.ts';
+import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
+import {
+  Api,
+  condition,
+  installCrd,
+  sampleCard,
+  spawnOperator,
+  waitFor,
+  type ChildOperator,
+} from './controller-support.ts';
+
+const kc = kubeConfig();
+const api = new Api(kc);
+const leases = kc.makeApiClient(CoordinationV1Api);
+const quiet = createLogger({}, { write: () => {} });
+const fast = { leaseDurationSeconds: 3, renewDeadlineMs: 2_000, retryPeriodMs: 300 };
+let ns: TestNamespace;
+
+beforeAll(async () => {
+  await installCrd(kc);
+  ns = await createTestNamespace('controller-leader');
+});
+
+afterAll(async () => {
+  await ns?.cleanup();
+});
+
+describe('LeaderElector on a real Lease', () => {
+  it('one holder at a time; release hands over at once; a renew that fails loses the lease', async () => {
+    const store = kubeLeaseStore(makeClients(kc), ns.name, 'elector-test');
+    const a = new LeaderElector(store, 'a', quiet, fast);
+    const b = new LeaderElector(store, 'b', quiet, fast);
+    const stop = new AbortController();
+    expect(await a.acquire(stop.signal)).toBe(true);
+    expect(await b.tryAcquireOrRenew()).toBe(false);
+    const lease = await leases.readNamespacedLease({ namespace: ns.name, name: 'elector-test' });
+    expect(lease.spec?.holderIdentity).toBe('a');
+    expect(lease.spec?.leaseDurationSeconds).toBe(3);
+
+    // b campaigns while a holds and renews.
+    const aStop = new AbortController();
+    const aHolding = a.holdUntilLost(aStop.signal);
+    const bAcquired = b.acquire(stop.signal);
+    await new Promise((r) => setTimeout(r, 4_000)); // longer than the lease: a's renewals keep it
+    expect(b.isLeader).toBe(false);
+
+    // a stops (as on SIGTERM) and steps down: b takes over without waiting for expiry.
+    aStop.abort();
+    expect((await aHolding).lost).toBe(false);
+    const t0 = Date.now();
+    await a.release();
+    expect(a.isLeader).toBe(false);
+    expect(await bAcquired).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+
+    // Someone else overwrites the lease: b's next renew sees another holder and gives up.
+    const current = await leases.readNamespacedLease({ namespace: ns.name, name: 'elector-test' });
+    await leases.replaceNamespacedLease({
+      namespace: ns.name,
+      name: 'elector-test',
+      body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder' } },
+    });
+    const { lost } = await b.holdUntilLost(new AbortController().signal);
+    expect(lost).toBe(true);
+    expect(b.isLeader).toBe(false);
+    stop.abort();
+  });
+
+  it('takes over an abandoned lease only after it expires', async () => {
+    const store = kubeLeaseStore(makeClients(kc), ns.name, 'expiry-test');
+    const gone = new LeaderElector(store, 'gone', quiet, fast);
+    expect(await gone.tryAcquireOrRenew()).toBe(true); // then never renews (a killed process)
+    const next = new LeaderElector(store, 'next', quiet, fast);
+    const t0 = Date.now();
+    expect(await next.acquire(new AbortController().signal)).toBe(true);
+    const waited = Date.now() - t0;
+    expect(waited).toBeGreaterThanOrEqual(2_900);
+    expect(waited).toBeLessThan(6_000);
+  });
+});
+
+describe('two operator processes', () => {
+  const procs: ChildOperator[] = [];
+  afterAll(async () => {
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  });
+
+  const leaderFlags = [
+    '--leader-elect',
+    '--leader-election-namespace',
+    '',
+    '--leader-election-id',
+    'agentcard-operator-test',
+    '--lease-duration',
+    '4s',
+    '--renew-deadline',
+    '3s',
+    '--retry-period',
+    '500ms',
+    '--no-probes',
+  ];
+
+  it('run with one leader, fail over when it is killed, and hand over on SIGTERM', async () => {
+    const flags = leaderFlags.map((f) => (f === '' ? ns.name : f));
+    const one = spawnOperator(ns.name, flags);
+    const two = spawnOperator(ns.name, flags);
+    procs.push(one, two);
+    const [portOne, portTwo] = await Promise.all([one.metricsPort(), two.metricsPort()]);
+
+    const leader = await waitFor('a leader', async () => {
+      const winners = [one, two].filter((p) => p.lines.some((l) => l.includes('"msg":"became leader"')));
+      return winners.length ? winners : undefined;
+    });
+    expect(leader).toHaveLength(1);
+    const first = leader[0]!;
+    const standby = first === one ? two : one;
+    // Both are ready: the leader once its caches synced, the standby because it is a standby.
+    await waitFor('both /readyz', async () => {
+      const codes = await Promise.all(
+        [portOne, portTwo].map(async (p) => (await fetch(`http://127.0.0.1:${p}/readyz`)).status),
+      );
+      return codes.every((c) => c === 200);
+    });
+    const identity = String((await first.waitForLog('became leader')).identity);
+    const lease = await leases.readNamespacedLease({ namespace: ns.name, name: 'agentcard-operator-test' });
+    expect(lease.spec?.holderIdentity).toBe(identity);
+
+    await api.createCard(ns.name, 'one', { card: sampleCard('1.0.0') });
+    await waitFor(
+      'card one Ready',
+      async () => condition(await api.getCard(ns.name, 'one'), 'Ready')?.status === 'True',
+    );
+    expect(standby.lines.some((l) => l.includes('"msg":"status updated"'))).toBe(false);
+
+    // Kill the leader: the standby takes over after the lease expires (4 s).
+    const t0 = Date.now();
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await standby.waitForLog('became leader', 20_000);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    await api.createCard(ns.name, 'two', { card: sampleCard('1.0.0') });
+    await waitFor(
+      'card two Ready',
+      async () => condition(await api.getCard(ns.name, 'two'), 'Ready')?.status === 'True',
+    );
+
+    // SIGTERM: finish, release the lease, exit 0 well within a 30 s grace period.
+    const t1 = Date.now();
+    standby.child.kill('SIGTERM');
+    expect(await standby.exited).toBe(0);
+    expect(Date.now() - t1).toBeLessThan(10_000);
+    const released = await leases.readNamespacedLease({
+      namespace: ns.name,
+      name: 'agentcard-operator-test',
+    });
+    expect(released.spec?.holderIdentity ?? '').toBe('');
+    expect(standby.lines.some((l) => l.includes('"msg":"released the leader lease"'))).toBe(true);
+  });
+});

@@ -1,0 +1,135 @@
+// Probe results in AgentCard status, on the real control plane, against real @a2a-js/sdk peers
+// on loopback: verdicts, n/m, Ready, credentials from a Secret, and no writes while nothing changes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
+import { startA2APeers, type A2APeers } from '../unit/probe/support/a2a-peers.ts';
+import {
+  Api,
+  condition,
+  installCrd,
+  sampleCard,
+  sleep,
+  startOperator,
+  waitFor,
+  type InProcessOperator,
+} from './controller-support.ts';
+
+const kc = kubeConfig();
+const api = new Api(kc);
+let ns: TestNamespace;
+let op: InProcessOperator;
+let open: A2APeers;
+let guarded: A2APeers;
+
+beforeAll(async () => {
+  await installCrd(kc);
+  ns = await createTestNamespace('controller-probes');
+  open = await startA2APeers();
+  guarded = await startA2APeers({ bearer: 'probe-token-123' });
+  op = await startOperator(ns.name, [], { probes: true });
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await open?.close();
+  await guarded?.close();
+  await ns?.cleanup();
+});
+
+const jsonrpc = (url: string) => ({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+
+async function settled(name: string, type = 'InterfacesReachable') {
+  return waitFor(`${name} ${type} decided`, async () => {
+    const card = await api.getCard(ns.name, name);
+    const c = condition(card, type);
+    return c && c.status !== 'Unknown' ? card : undefined;
+  });
+}
+
+describe('controller: probe results in status', () => {
+  it('reports a reachable interface and becomes Ready', async () => {
+    await api.createCard(ns.name, 'up', {
+      card: sampleCard('1.0.0', { supportedInterfaces: [jsonrpc(open.jsonrpc)] }),
+      probe: { interval: '10s' },
+    });
+    const card = await settled('up');
+    expect(condition(card, 'InterfacesReachable')).toMatchObject({
+      status: 'True',
+      message: expect.stringContaining('1/1'),
+    });
+    expect((card.status as Record<string, unknown>).reachableInterfaces).toBe('1/1');
+    expect((card.status as { interfaces: unknown[] }).interfaces).toEqual([
+      expect.objectContaining({ url: open.jsonrpc, reachable: true, reason: 'Reachable' }),
+    ]);
+    await waitFor(
+      'Ready',
+      async () => condition(await api.getCard(ns.name, 'up'), 'Ready')?.status === 'True',
+    );
+  });
+
+  it('reports n/m and the failing reason, and Ready=False', async () => {
+    await api.createCard(ns.name, 'half', {
+      card: sampleCard('1.0.0', {
+        supportedInterfaces: [jsonrpc(open.jsonrpc), jsonrpc('http://127.0.0.1:9/closed')],
+      }),
+      probe: { interval: '10s', timeout: '2s' },
+    });
+    const card = await settled('half');
+    expect(condition(card, 'InterfacesReachable')).toMatchObject({
+      status: 'False',
+      reason: 'ConnectionFailed',
+    });
+    expect((card.status as Record<string, unknown>).reachableInterfaces).toBe('1/2');
+    await waitFor('Ready=False', async () => {
+      const c = condition(await api.getCard(ns.name, 'half'), 'Ready');
+      return c?.status === 'False' && c.reason === 'ConnectionFailed';
+    });
+  });
+
+  it('sends credentials from a Secret only when configured', async () => {
+    await api.putSecret(ns.name, 'probe-token', { token: 'probe-token-123\n' }, false);
+    await api.createCard(ns.name, 'authed', {
+      card: sampleCard('1.0.0', { supportedInterfaces: [jsonrpc(guarded.jsonrpc)] }),
+      probe: {
+        interval: '10s',
+        credentials: [
+          { url: guarded.jsonrpc, type: 'bearer', secretRef: { name: 'probe-token', key: 'token' } },
+        ],
+      },
+    });
+    await api.createCard(ns.name, 'anonymous', {
+      card: sampleCard('1.0.0', { supportedInterfaces: [jsonrpc(guarded.jsonrpc)] }),
+      probe: { interval: '10s' },
+    });
+    expect(condition(await settled('authed'), 'InterfacesReachable')).toMatchObject({ status: 'True' });
+    expect(condition(await settled('anonymous'), 'InterfacesReachable')).toMatchObject({
+      status: 'False',
+      reason: 'Unauthenticated',
+    });
+    expect(op.logs.join('\n')).not.toContain('probe-token-123');
+  });
+
+  it('writes nothing while the verdicts stay the same (two probe rounds)', async () => {
+    const before = await Promise.all(['up', 'half', 'authed'].map((n) => api.getCard(ns.name, n)));
+    await sleep(25_000); // more than two 10 s rounds
+    const after = await Promise.all(['up', 'half', 'authed'].map((n) => api.getCard(ns.name, n)));
+    expect(after.map((c) => c?.metadata.resourceVersion)).toEqual(
+      before.map((c) => c?.metadata.resourceVersion),
+    );
+  }, 60_000);
+
+  it('turning probes off in the spec reports ProbesDisabled and Ready without a reachability claim', async () => {
+    const card = await api.getCard(ns.name, 'half');
+    await api.replaceSpec(ns.name, 'half', { ...card!.spec, probe: { enabled: false } });
+    await waitFor('ProbesDisabled', async () => {
+      const c = await api.getCard(ns.name, 'half');
+      return (
+        condition(c, 'InterfacesReachable')?.reason === 'ProbesDisabled' &&
+        condition(c, 'Ready')?.status === 'True'
+      );
+    });
+    const c = await api.getCard(ns.name, 'half');
+    expect((c!.status as Record<string, unknown>).interfaces).toBeUndefined();
+    expect(condition(c, 'Ready')!.message).toContain('interfaces not probed');
+  });
+});

@@ -1,0 +1,392 @@
+// Helpers of the controller's integration tests: the CRD, sample AgentCards and keys, the
+// operator in-process or as real child processes, polling, and write counting through the API
+// server's own metrics.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join, resolve } from 'node:path';
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type KubeConfig,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { generateSigningJwk } from '../../operator/card/keygen.ts';
+import { CRD_FILE } from '../../operator/card/crd.ts';
+import { GROUP, PLURAL, VERSION } from '../../operator/card/resource.ts';
+import { parseOperatorFlags } from '../../operator/cli/commands/operator.ts';
+import { runOperator } from '../../operator/controller/main.ts';
+import { createLogger } from '../../operator/log.ts';
+import { kubeconfigPath } from '../support/cluster.ts';
+
+export const repoRoot = resolve(import.meta.dirname, '..', '..');
+export const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns a value other than undefined/false; fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`,
+      );
+    }
+    await sleep(100);
+  }
+}
+
+/** Installs (server-side applies) the generated AgentCard CRD and waits until it is served. */
+export async function installCrd(kc: KubeConfig): Promise<void> {
+  const crd = parse(readFileSync(join(repoRoot, CRD_FILE), 'utf8')) as KubernetesObject;
+  await KubernetesObjectApi.makeApiClient(kc).patch(
+    crd,
+    undefined,
+    undefined,
+    'agentcard-tests',
+    true,
+    PatchStrategy.ServerSideApply,
+  );
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  await waitFor('the AgentCard CRD to be established', async () => {
+    const got = await ext.readCustomResourceDefinition({ name: `${PLURAL}.${GROUP}` });
+    return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+  });
+}
+
+export function sampleCard(version = '1.0.0', extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'Weather Agent',
+    description: 'Answers questions about the weather forecast for a city.',
+    version,
+    supportedInterfaces: [
+      { url: 'https://weather.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      { id: 'forecast', name: 'Forecast', description: 'Gives the forecast for a city', tags: ['weather'] },
+    ],
+    ...extra,
+  };
+}
+
+export function agentCard(
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown>,
+): KubernetesObject & { spec: unknown } {
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: 'AgentCard', metadata: { name, namespace }, spec };
+}
+
+export interface AgentCardLive {
+  metadata: { name: string; namespace: string; generation: number; uid: string; resourceVersion: string };
+  spec: Record<string, unknown>;
+  status?: {
+    observedGeneration?: number;
+    conditions?: Array<{
+      type: string;
+      status: string;
+      reason: string;
+      message: string;
+      observedGeneration?: number;
+      lastTransitionTime: string;
+    }>;
+    card?: { digest: string; bytes: number; version: string; configMap: string };
+    signatures?: Array<{ kid: string; alg: string }>;
+  };
+}
+
+export class Api {
+  readonly core: CoreV1Api;
+  readonly custom: CustomObjectsApi;
+  readonly kc: KubeConfig;
+  constructor(kc: KubeConfig) {
+    this.kc = kc;
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  createCard(namespace: string, name: string, spec: Record<string, unknown>): Promise<unknown> {
+    return this.custom.createNamespacedCustomObject({
+      ...RESOURCE,
+      namespace,
+      body: agentCard(namespace, name, spec),
+    });
+  }
+
+  async replaceSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+    const live = await this.getCard(namespace, name);
+    await this.custom.replaceNamespacedCustomObject({
+      ...RESOURCE,
+      namespace,
+      name,
+      body: {
+        ...agentCard(namespace, name, spec),
+        metadata: { name, namespace, resourceVersion: live!.metadata.resourceVersion },
+      },
+    });
+  }
+
+  async getCard(namespace: string, name: string): Promise<AgentCardLive | undefined> {
+    try {
+      return (await this.custom.getNamespacedCustomObject({ ...RESOURCE, namespace, name })) as AgentCardLive;
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  deleteCard(namespace: string, name: string): Promise<unknown> {
+    return this.custom.deleteNamespacedCustomObject({ ...RESOURCE, namespace, name });
+  }
+
+  async getConfigMap(namespace: string, name: string) {
+    try {
+      return await this.core.readNamespacedConfigMap({ namespace, name });
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Creates or replaces a Secret holding `material` under `key`. */
+  async putSecret(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    labelled: boolean,
+  ): Promise<void> {
+    const labels: Record<string, string> = labelled ? { 'agentcard.dev/signing-key': 'true' } : {};
+    const body = {
+      metadata: { name, namespace, labels },
+      stringData: data,
+    };
+    try {
+      await this.core.createNamespacedSecret({ namespace, body });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+      await this.core.replaceNamespacedSecret({ namespace, name, body });
+    }
+  }
+
+  async events(
+    namespace: string,
+    name: string,
+  ): Promise<Array<{ type?: string; reason?: string; message?: string }>> {
+    const list = await this.core.listNamespacedEvent({
+      namespace,
+      fieldSelector: `involvedObject.name=${name}`,
+    });
+    return list.items.map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
+  }
+}
+
+export function condition(card: AgentCardLive | undefined, type: string) {
+  return card?.status?.conditions?.find((c) => c.type === type);
+}
+
+/** A private JWK (JSON text) for a Secret. */
+export async function privateJwk(kid: string, alg = 'ES256'): Promise<string> {
+  return JSON.stringify(await generateSigningJwk(alg, kid));
+}
+
+const baseFlags = (namespace: string) => [
+  '--kubeconfig',
+  kubeconfigPath(),
+  '--namespace',
+  namespace,
+  '--metrics-port',
+  '0',
+  '--bind-address',
+  '127.0.0.1',
+  '--webhook-port',
+  '0',
+];
+
+export interface InProcessOperator {
+  logs: string[];
+  metricsPort: () => number;
+  stop(): Promise<number>;
+}
+
+/**
+ * Runs the operator in this process, without leader election; probes are off unless `probes` is
+ * set (then only loopback, where the tests' A2A peers listen, is allowed).
+ */
+export async function startOperator(
+  namespace: string,
+  extra: string[] = [],
+  opts: { probes?: boolean } = {},
+): Promise<InProcessOperator> {
+  const probeFlags = opts.probes ? ['--probe-allow-cidr', '127.0.0.1/32'] : ['--no-probes'];
+  const flags = parseOperatorFlags([...baseFlags(namespace), '--no-leader-elect', ...probeFlags, ...extra]);
+  if (flags === 'help') throw new Error('unexpected help');
+  const logs: string[] = [];
+  const logFile = process.env.AGENTCARD_TEST_OPERATOR_LOG;
+  const log = createLogger(
+    { component: 'operator' },
+    {
+      level: 'debug',
+      write: (line) => {
+        logs.push(line);
+        if (logFile) appendFileSync(logFile, line);
+      },
+    },
+  );
+  const abort = new AbortController();
+  let port = 0;
+  const done = runOperator(flags, { signal: abort.signal, log, onListening: (p) => (port = p) });
+  await waitFor('the operator to listen', async () => port !== 0, 10_000);
+  return {
+    logs,
+    metricsPort: () => port,
+    stop: async () => {
+      abort.abort();
+      return done;
+    },
+  };
+}
+
+export interface ChildOperator {
+  child: ChildProcess;
+  lines: string[];
+  exited: Promise<number | null>;
+  /** Waits for a JSON log line whose msg equals `msg` (and matches `fields`). */
+  waitForLog(msg: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  metricsPort(): Promise<number>;
+}
+
+/** Runs `bin/agentcard.js operator` on the Node.js 24 of node_modules, as a real child process. */
+export function spawnOperator(namespace: string, extra: string[]): ChildOperator {
+  const node = join(repoRoot, 'node_modules', '.bin', 'node');
+  const child = spawn(
+    node,
+    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...baseFlags(namespace), ...extra],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const lines: string[] = [];
+  let buffer = '';
+  const onData = (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    lines.push(...parts.filter(Boolean));
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const find = (msg: string) => {
+    for (const line of lines) {
+      try {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        if (parsed.msg === msg) return parsed;
+      } catch {
+        // not JSON
+      }
+    }
+    return undefined;
+  };
+  return {
+    child,
+    lines,
+    exited,
+    waitForLog: (msg, timeoutMs = 30_000) => waitFor(`log line "${msg}"`, async () => find(msg), timeoutMs),
+    metricsPort: async () =>
+      Number((await waitFor('operator start', async () => find('operator starting'), 30_000)).metricsPort),
+  };
+}
+
+/** GET on the API server with the test's admin credentials. */
+export async function apiGet(kc: KubeConfig, path: string): Promise<string> {
+  const server = kc.getCurrentCluster()!.server;
+  const url = new URL(path, server);
+  const opts: Parameters<typeof request>[1] = { method: 'GET' };
+  await kc.applyToHTTPSOptions(opts);
+  return new Promise((resolvePromise, reject) => {
+    const req = request(url, opts, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolvePromise(body) : reject(new Error(`GET ${path}: ${res.statusCode}`)),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Sum of apiserver_request_total over the series whose labels match every given value, e.g.
+ * {verb: 'PATCH', resource: 'configmaps'}.
+ */
+export async function apiRequests(kc: KubeConfig, match: Record<string, string | string[]>): Promise<number> {
+  const text = await apiGet(kc, '/metrics');
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const ok = Object.entries(match).every(([k, v]) =>
+      Array.isArray(v) ? v.includes(labels[k] ?? '') : labels[k] === v,
+    );
+    if (ok) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+/**
+ * Patches (server-side apply is counted as APPLY or PATCH) of ConfigMaps and of AgentCard status,
+ * as the API server counts them. Other writers of ConfigMaps on the test control plane (the
+ * kube-root-ca.crt publisher) create and update, never patch.
+ */
+export async function controllerWrites(
+  kc: KubeConfig,
+): Promise<{ configMaps: number; status: number; cards: number }> {
+  const patch = ['PATCH', 'APPLY'];
+  const writes = ['PATCH', 'APPLY', 'PUT', 'POST', 'DELETE'];
+  const [configMaps, status, cards] = await Promise.all([
+    apiRequests(kc, { verb: patch, resource: 'configmaps', subresource: '' }),
+    apiRequests(kc, { verb: patch, resource: PLURAL, subresource: 'status' }),
+    apiRequests(kc, { verb: writes, resource: PLURAL, subresource: '' }),
+  ]);
+  return { configMaps, status, cards };
+}
+
+/** A value of one metric series from a Prometheus text page. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== '{' && rest[0] !== ' ') continue;
+    const found = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => found[k] === v))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+export async function operatorMetrics(port: number): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+}

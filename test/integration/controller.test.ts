@@ -1,0 +1,288 @@
+// The controller against the real control plane: it runs in this process (no leader election,
+// probes off) and watches one test namespace.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyCard } from '../../operator/card/verify.ts';
+import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import { runTool } from '../support/tools.ts';
+import {
+  Api,
+  condition,
+  installCrd,
+  privateJwk,
+  sampleCard,
+  sleep,
+  startOperator,
+  waitFor,
+  type InProcessOperator,
+} from './controller-support.ts';
+
+const kc = kubeConfig();
+const api = new Api(kc);
+let ns: TestNamespace;
+let op: InProcessOperator;
+
+const signedSpec = (secret: string, version = '1.0.0', extra: Record<string, unknown> = {}) => ({
+  card: sampleCard(version),
+  signing: { keys: [{ secretRef: { name: secret, key: 'jwk' } }] },
+  ...extra,
+});
+
+async function readyCard(name: string, timeoutMs = 30_000) {
+  return waitFor(
+    `AgentCard ${name} Ready=True`,
+    async () => {
+      const card = await api.getCard(ns.name, name);
+      return condition(card, 'Ready')?.status === 'True' ? card : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+beforeAll(async () => {
+  await installCrd(kc);
+  ns = await createTestNamespace('controller');
+  op = await startOperator(ns.name, ['--resync', '5s']);
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await ns?.cleanup();
+});
+
+describe('controller: reconcile on the real API server', () => {
+  it('publishes a signed card in an owned ConfigMap and reports Ready', async () => {
+    await api.putSecret(ns.name, 'weather-key', { jwk: await privateJwk('k1') }, true);
+    await api.createCard(
+      ns.name,
+      'weather',
+      signedSpec('weather-key', '1.0.0', { serving: { cacheMaxAgeSeconds: 60 } }),
+    );
+    const card = await readyCard('weather');
+
+    const cm = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    expect(cm.metadata?.labels).toMatchObject({
+      'app.kubernetes.io/managed-by': 'agentcard-operator',
+      'agentcard.dev/card': 'weather',
+    });
+    expect(cm.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'AgentCard',
+        name: 'weather',
+        uid: card.metadata.uid,
+        controller: true,
+      }),
+    ]);
+    expect(Object.keys(cm.data ?? {}).sort()).toEqual([
+      'agent-card.json',
+      'agent.json',
+      'cache-max-age-seconds',
+      'jwks.json',
+    ]);
+    expect(cm.data!['cache-max-age-seconds']).toBe('60');
+
+    const served = cm.data!['agent-card.json']!;
+    const jwks = JSON.parse(cm.data!['jwks.json']!) as { keys: Array<{ kid: string; d?: string }> };
+    expect(jwks.keys.map((k) => k.kid)).toEqual(['k1']);
+    expect(jwks.keys.some((k) => 'd' in k)).toBe(false); // public keys only
+    const verified = await verifyCard(JSON.parse(served), jwks as never);
+    expect(verified.verified).toBe(true);
+    const legacy = JSON.parse(cm.data!['agent.json']!) as Record<string, unknown>;
+    expect(legacy.url).toBe('https://weather.example.com/a2a');
+
+    expect(card.status?.observedGeneration).toBe(1);
+    expect(card.status?.card).toEqual({
+      digest: `sha256:${createHash('sha256').update(served, 'utf8').digest('hex')}`,
+      bytes: Buffer.byteLength(served, 'utf8'),
+      version: '1.0.0',
+      configMap: 'weather-agent-card',
+    });
+    expect(card.status?.signatures).toEqual([{ kid: 'k1', alg: 'ES256' }]);
+    for (const type of ['Accepted', 'Signed', 'Published']) {
+      expect(condition(card, type)).toMatchObject({ status: 'True', observedGeneration: 1 });
+    }
+    expect(condition(card, 'InterfacesReachable')).toMatchObject({
+      status: 'Unknown',
+      reason: 'ProbesDisabled',
+    });
+
+    const events = await waitFor('a Published event', async () => {
+      const list = await api.events(ns.name, 'weather');
+      return list.some((e) => e.reason === 'Published') ? list : undefined;
+    });
+    expect(events).toEqual([
+      { type: 'Normal', reason: 'Published', message: expect.stringContaining('signed with k1 (ES256)') },
+    ]);
+
+    const waited = await runTool(
+      'kubectl',
+      ['wait', '--for=condition=Ready', 'agentcard/weather', '-n', ns.name, '--timeout=20s'],
+      {
+        kubeconfig: kubeconfigPath(),
+      },
+    );
+    expect(waited.code, waited.stderr).toBe(0);
+  });
+
+  it('follows a spec change: new bytes, new version, observedGeneration', async () => {
+    const before = await readyCard('weather');
+    const readySince = condition(before, 'Ready')!.lastTransitionTime;
+    await api.replaceSpec(
+      ns.name,
+      'weather',
+      signedSpec('weather-key', '1.1.0', { serving: { cacheMaxAgeSeconds: 60 } }),
+    );
+    const after = await waitFor('version 1.1.0 in status', async () => {
+      const c = await api.getCard(ns.name, 'weather');
+      return c?.status?.card?.version === '1.1.0' && c.status.observedGeneration === 2 ? c : undefined;
+    });
+    const cm = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    expect(JSON.parse(cm.data!['agent-card.json']!).version).toBe('1.1.0');
+    expect(condition(after, 'Ready')).toMatchObject({
+      status: 'True',
+      observedGeneration: 2,
+      lastTransitionTime: readySince,
+    });
+  });
+
+  it('rejects an invalid spec and keeps the last good card published', async () => {
+    const cmBefore = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    const leaked = 'AKIAIOSFODNN7EXAMPLE';
+    const bad = signedSpec('weather-key', '1.2.0');
+    (bad.card as Record<string, unknown>).description = `Weather answers; our key is ${leaked}`;
+    await api.replaceSpec(ns.name, 'weather', bad);
+    const card = await waitFor('Accepted=False', async () => {
+      const c = await api.getCard(ns.name, 'weather');
+      return condition(c, 'Accepted')?.status === 'False' ? c : undefined;
+    });
+    const accepted = condition(card, 'Accepted')!;
+    expect(accepted.reason).toBe('InvalidSpec');
+    expect(accepted.message).toContain('spec.card.description');
+    expect(accepted.message).not.toContain(leaked);
+    expect(condition(card, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(card.status?.observedGeneration).toBe(3);
+    expect(card.status?.card?.version).toBe('1.1.0');
+    await sleep(1_500);
+    const cmAfter = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    expect(cmAfter.data).toEqual(cmBefore.data);
+    expect(cmAfter.metadata?.resourceVersion).toBe(cmBefore.metadata?.resourceVersion);
+    const warning = await waitFor('an InvalidSpec event', async () =>
+      (await api.events(ns.name, 'weather')).find((e) => e.reason === 'InvalidSpec'),
+    );
+    expect(warning.type).toBe('Warning');
+    expect(warning.message).not.toContain(leaked);
+
+    await api.replaceSpec(ns.name, 'weather', signedSpec('weather-key', '1.2.0'));
+    const fixed = await readyCard('weather');
+    expect(fixed.status?.card?.version).toBe('1.2.0');
+  });
+
+  it('waits for a missing signing Secret and signs by itself once it appears', async () => {
+    await api.createCard(ns.name, 'late', signedSpec('late-key'));
+    const card = await waitFor('Signed=False', async () => {
+      const c = await api.getCard(ns.name, 'late');
+      return condition(c, 'Signed')?.status === 'False' ? c : undefined;
+    });
+    expect(condition(card, 'Signed')!.reason).toBe('SigningKeyNotFound');
+    expect(condition(card, 'Signed')!.message).toContain('Secret "late-key" not found');
+    expect(condition(card, 'Signed')!.message).toContain('agentcard.dev/signing-key=true');
+    expect(condition(card, 'Published')).toMatchObject({ status: 'False', reason: 'NotPublished' });
+    expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeUndefined();
+    expect((await api.events(ns.name, 'late')).find((e) => e.reason === 'SigningKeyNotFound')?.type).toBe(
+      'Warning',
+    );
+
+    const t0 = Date.now();
+    await api.putSecret(ns.name, 'late-key', { jwk: await privateJwk('late-1') }, true);
+    await readyCard('late', 15_000);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeDefined();
+  });
+
+  it('re-signs within seconds when a labelled key Secret is rotated', async () => {
+    const oldJwks = JSON.parse((await api.getConfigMap(ns.name, 'weather-agent-card'))!.data!['jwks.json']!);
+    const t0 = Date.now();
+    await api.putSecret(ns.name, 'weather-key', { jwk: await privateJwk('k2', 'EdDSA') }, true);
+    const card = await waitFor(
+      'kid k2 in status',
+      async () => {
+        const c = await api.getCard(ns.name, 'weather');
+        return c?.status?.signatures?.[0]?.kid === 'k2' ? c : undefined;
+      },
+      10_000,
+    );
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(card.status?.signatures).toEqual([{ kid: 'k2', alg: 'EdDSA' }]);
+    const cm = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    const served = JSON.parse(cm.data!['agent-card.json']!);
+    expect((await verifyCard(served, JSON.parse(cm.data!['jwks.json']!))).verified).toBe(true);
+    expect((await verifyCard(served, oldJwks)).verified).toBe(false);
+  });
+
+  it('reads an unlabelled Secret directly, hints the label, and picks up its rotation on the resync', async () => {
+    await api.putSecret(ns.name, 'plain-key', { jwk: await privateJwk('p1') }, false);
+    await api.createCard(ns.name, 'plain', signedSpec('plain-key'));
+    const card = await readyCard('plain');
+    expect(condition(card, 'Signed')!.message).toContain(
+      'label Secret "plain-key" with agentcard.dev/signing-key=true',
+    );
+    await api.putSecret(ns.name, 'plain-key', { jwk: await privateJwk('p2') }, false);
+    // Not watched: the periodic resync (5 s in this test) re-reads it.
+    await waitFor(
+      'kid p2 after a resync',
+      async () => (await api.getCard(ns.name, 'plain'))?.status?.signatures?.[0]?.kid === 'p2',
+      20_000,
+    );
+  });
+
+  it('reports an unusable key as SigningKeyInvalid without echoing it', async () => {
+    const garbage = 'zzSECRETzz';
+    await api.putSecret(ns.name, 'bad-key', { jwk: `{"kty":"EC","crv":"P-256","d":"${garbage}"}` }, true);
+    await api.createCard(ns.name, 'bad', signedSpec('bad-key'));
+    const card = await waitFor('Signed=False', async () => {
+      const c = await api.getCard(ns.name, 'bad');
+      return condition(c, 'Signed')?.status === 'False' ? c : undefined;
+    });
+    expect(condition(card, 'Signed')!.reason).toBe('SigningKeyInvalid');
+    expect(JSON.stringify(card.status)).not.toContain(garbage);
+    expect(op.logs.join('\n')).not.toContain(garbage);
+  });
+
+  it('repairs an owned ConfigMap that someone else edits or deletes', async () => {
+    const good = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    await api.core.replaceNamespacedConfigMap({
+      namespace: ns.name,
+      name: 'weather-agent-card',
+      body: { ...good, data: { ...good.data, 'agent-card.json': '{}' } },
+    });
+    await waitFor('the ConfigMap restored', async () => {
+      const cm = await api.getConfigMap(ns.name, 'weather-agent-card');
+      return cm?.data?.['agent-card.json'] === good.data!['agent-card.json'];
+    });
+    await api.core.deleteNamespacedConfigMap({ namespace: ns.name, name: 'weather-agent-card' });
+    await waitFor('the ConfigMap recreated', async () => {
+      const cm = await api.getConfigMap(ns.name, 'weather-agent-card');
+      return cm?.data?.['agent-card.json'] === good.data!['agent-card.json'];
+    });
+  });
+
+  it('publishes an unsigned card when spec.signing is absent, and says so', async () => {
+    await api.createCard(ns.name, 'open', { card: sampleCard('2.0.0') });
+    const card = await readyCard('open');
+    expect(condition(card, 'Signed')).toMatchObject({ status: 'False', reason: 'SigningNotConfigured' });
+    expect(condition(card, 'Ready')!.message).toContain('unsigned');
+    const cm = (await api.getConfigMap(ns.name, 'open-agent-card'))!;
+    expect(cm.data!['jwks.json']).toBe('{"keys":[]}');
+    expect(JSON.parse(cm.data!['agent-card.json']!).signatures).toBeUndefined();
+  });
+
+  it('lets the garbage collector delete the ConfigMap with its AgentCard', async () => {
+    expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeDefined();
+    await api.deleteCard(ns.name, 'late');
+    await waitFor(
+      'the ConfigMap to be garbage-collected',
+      async () => !(await api.getConfigMap(ns.name, 'late-agent-card')),
+      30_000,
+    );
+  });
+});

@@ -1,0 +1,127 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseOperatorFlags } from '../../../operator/cli/commands/operator.ts';
+import { UserError } from '../../../operator/errors.ts';
+import { contextNamespace, loadKubeConfig } from '../../../operator/kube/config.ts';
+
+describe('agentcard operator flags', () => {
+  it('has the documented defaults', () => {
+    const f = parseOperatorFlags([], {});
+    expect(f).toMatchObject({
+      namespaces: [],
+      concurrency: 4,
+      resyncMs: 600_000,
+      leaderElect: true,
+      leaderElectionId: 'agentcard-operator',
+      leaseDurationSeconds: 15,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      metricsPort: 8080,
+      bindAddress: '0.0.0.0',
+      probes: true,
+      probeAllowCidrs: [],
+      probeConcurrency: 64,
+      webhook: { port: 9443, certMode: 'self-signed', sidecarMode: 'auto' },
+    });
+    expect(f === 'help' ? undefined : f.leaderElectionNamespace).toBeUndefined();
+  });
+
+  it('reads repeatable, negated and environment-defaulted flags', () => {
+    const f = parseOperatorFlags(
+      [
+        '--namespace',
+        'a',
+        '--namespace',
+        'b',
+        '--namespace',
+        'a',
+        '--no-leader-elect',
+        '--no-probes',
+        '--resync',
+        '0',
+        '--probe-allow-cidr',
+        '10.0.0.0/8',
+        '--probe-allow-cidr',
+        '127.0.0.1/32',
+        '--webhook-port',
+        '0',
+      ],
+      { POD_NAMESPACE: 'ops' },
+    );
+    expect(f).toMatchObject({
+      namespaces: ['a', 'b'],
+      leaderElect: false,
+      probes: false,
+      resyncMs: 0,
+      probeAllowCidrs: ['10.0.0.0/8', '127.0.0.1/32'],
+      leaderElectionNamespace: 'ops',
+      operatorNamespace: 'ops',
+      webhook: { port: 0 },
+    });
+    expect(parseOperatorFlags(['--help'])).toBe('help');
+  });
+
+  it('refuses bad values with a one-line usage error (exit 2)', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--concurrency', '0'], /--concurrency must be an integer from 1 to 256, got "0"/],
+      [['--metrics-port', 'http'], /--metrics-port must be an integer/],
+      [['--resync', 'soon'], /--resync must be a duration/],
+      [['--sidecar-mode', 'magic'], /--sidecar-mode must be one of auto, native, container/],
+      [['--webhook-cert-mode', 'cert-manager'], /needs --webhook-cert-dir/],
+      [['--renew-deadline', '20s'], /--retry-period < --renew-deadline < --lease-duration/],
+      [['--frobnicate'], /Unknown option '--frobnicate'/],
+      [['extra'], /positional/i],
+    ];
+    for (const [argv, message] of cases) {
+      let caught: unknown;
+      try {
+        parseOperatorFlags(argv, {});
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, argv.join(' ')).toBeInstanceOf(UserError);
+      expect((caught as UserError).exitCode).toBe(2);
+      expect((caught as UserError).message).toMatch(message);
+      expect((caught as UserError).message).not.toContain('\n');
+    }
+  });
+});
+
+describe('kubeconfig loading', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+  const file = join(dir, 'config');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443' } }],
+      users: [{ name: 'u', user: { token: 'x' } }],
+      contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u', namespace: 'team' } }],
+      'current-context': 'ctx',
+    }),
+  );
+
+  it('loads --kubeconfig and reports the context namespace', () => {
+    const kc = loadKubeConfig({ kubeconfig: file, env: {} });
+    expect(kc.getCurrentCluster()?.server).toBe('https://127.0.0.1:6443');
+    expect(contextNamespace(kc)).toBe('team');
+  });
+
+  it('names a missing file in a one-line error', () => {
+    expect(() => loadKubeConfig({ kubeconfig: join(dir, 'nope'), env: {} })).toThrow(
+      /kubeconfig file .*nope does not exist/,
+    );
+  });
+
+  it('refuses a kubeconfig without a current cluster', () => {
+    const empty = join(dir, 'empty');
+    writeFileSync(
+      empty,
+      JSON.stringify({ apiVersion: 'v1', kind: 'Config', clusters: [], users: [], contexts: [] }),
+    );
+    expect(() => loadKubeConfig({ kubeconfig: empty, env: {} })).toThrow(/has no current cluster/);
+  });
+});

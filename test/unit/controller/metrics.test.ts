@@ -1,0 +1,21 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { ControllerMetrics } from '../../../operator/controller/metrics.ts';
+
+describe('ControllerMetrics', () => {
+  it('keeps one ready series per condition value and one info series per card', async () => {
+    const registry = new Registry();
+    const m = new ControllerMetrics(registry);
+    m.setCard('ns', 'a', { ready: 'False' });
+    m.setCard('ns', 'a', { ready: 'True', version: '1.0.0', digest: 'sha256:aa' });
+    m.setCard('ns', 'a', { ready: 'True', version: '1.1.0', digest: 'sha256:bb' });
+    const text = await registry.metrics();
+    expect(text).toContain('agentcard_ready{namespace="ns",name="a",condition="True"} 1');
+    expect(text).toContain('agentcard_ready{namespace="ns",name="a",condition="False"} 0');
+    expect(text).toContain('agentcard_info{namespace="ns",name="a",version="1.1.0",digest="sha256:bb"} 1');
+    expect(text).not.toContain('version="1.0.0"');
+    m.forgetCard('ns', 'a');
+    const after = await registry.metrics();
+    expect(after).not.toContain('name="a"');
+  });
+});

@@ -1,0 +1,216 @@
+import { describe, expect, it } from 'vitest';
+import { WorkQueue } from '../../../operator/controller/workqueue.ts';
+import { Backoff, backoffDelay } from '../../../operator/controller/backoff.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A deferred promise the test resolves by hand, to hold a handler inside its run. */
+function gate() {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+describe('backoff', () => {
+  it('doubles from the base and stops at the cap', () => {
+    const opts = { baseMs: 100, maxMs: 1_000 };
+    expect([0, 1, 2, 3, 4, 5, 60].map((n) => backoffDelay(n, opts))).toEqual([
+      0, 100, 200, 400, 800, 1_000, 1_000,
+    ]);
+    const b = new Backoff(opts);
+    expect([b.next(), b.next(), b.next()]).toEqual([100, 200, 400]);
+    b.reset();
+    expect(b.next()).toBe(100);
+  });
+});
+
+describe('WorkQueue', () => {
+  it('processes a key queued several times once', async () => {
+    const seen: string[] = [];
+    const hold = gate();
+    const q = new WorkQueue(
+      async (key) => {
+        seen.push(key);
+        if (key === 'ns/block') await hold.promise;
+      },
+      { concurrency: 1 },
+    );
+    q.add('ns/block'); // occupies the single worker so the next adds stay queued
+    q.add('ns/a');
+    q.add('ns/a');
+    q.add('ns/a');
+    expect(q.depth).toBe(1);
+    hold.open();
+    await q.idle();
+    expect(seen).toEqual(['ns/block', 'ns/a']);
+  });
+
+  it('never runs one key twice at once, and runs it again when re-added during a run', async () => {
+    let running = 0;
+    let maxRunning = 0;
+    let runs = 0;
+    const first = gate();
+    const q = new WorkQueue(
+      async () => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        runs++;
+        if (runs === 1) await first.promise;
+        running--;
+      },
+      { concurrency: 4 },
+    );
+    q.add('ns/a');
+    await sleep(5);
+    q.add('ns/a'); // while processing: must wait, not start a second worker
+    q.add('ns/a');
+    expect(q.active).toBe(1);
+    expect(q.depth).toBe(0);
+    first.open();
+    await q.idle();
+    expect(maxRunning).toBe(1);
+    expect(runs).toBe(2);
+  });
+
+  it('bounds concurrency across keys', async () => {
+    let running = 0;
+    let maxRunning = 0;
+    const q = new WorkQueue(
+      async () => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        await sleep(5);
+        running--;
+      },
+      { concurrency: 3 },
+    );
+    for (let i = 0; i < 20; i++) q.add(`ns/k${i}`);
+    expect(q.active).toBe(3);
+    expect(q.depth).toBe(17);
+    await q.idle();
+    expect(maxRunning).toBe(3);
+  });
+
+  it('retries a failing key with growing per-key backoff and forgets it on success', async () => {
+    const times: number[] = [];
+    const errors: number[] = [];
+    const q = new WorkQueue(
+      async () => {
+        times.push(Date.now());
+        if (times.length <= 3) throw new Error('boom');
+      },
+      {
+        concurrency: 1,
+        backoff: { baseMs: 20, maxMs: 1_000 },
+        onError: (_k, _e, delay) => errors.push(delay),
+      },
+    );
+    q.add('ns/a');
+    for (let i = 0; i < 100 && times.length < 4; i++) await sleep(10);
+    expect(times).toHaveLength(4);
+    expect(errors).toEqual([20, 40, 80]);
+    // The gaps follow the delays (timers never fire early).
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(19);
+    expect(times[3]! - times[2]!).toBeGreaterThanOrEqual(79);
+    expect(q.retries('ns/a')).toBe(0);
+  });
+
+  it('caps the backoff', async () => {
+    const delays: number[] = [];
+    const q = new WorkQueue(
+      async () => {
+        throw new Error('always');
+      },
+      { concurrency: 1, backoff: { baseMs: 1, maxMs: 4 }, onError: (_k, _e, d) => delays.push(d) },
+    );
+    q.add('ns/a');
+    for (let i = 0; i < 100 && delays.length < 6; i++) await sleep(5);
+    await q.shutdown();
+    expect(delays.slice(0, 6)).toEqual([1, 2, 4, 4, 4, 4]);
+  });
+
+  it('honours requeueAfterMs from a successful run', async () => {
+    let runs = 0;
+    const q = new WorkQueue(
+      async () => {
+        runs++;
+        return runs === 1 ? { requeueAfterMs: 15 } : undefined;
+      },
+      { concurrency: 1 },
+    );
+    q.add('ns/a');
+    await q.idle();
+    expect(runs).toBe(1);
+    for (let i = 0; i < 50 && runs < 2; i++) await sleep(5);
+    expect(runs).toBe(2);
+  });
+
+  it('an immediate run cancels a pending delayed add of the same key', async () => {
+    let runs = 0;
+    const q = new WorkQueue(
+      async () => {
+        runs++;
+      },
+      { concurrency: 1 },
+    );
+    q.addAfter('ns/a', 30);
+    q.add('ns/a');
+    await q.idle();
+    await sleep(60);
+    expect(runs).toBe(1);
+  });
+
+  it('reports its depth', async () => {
+    const depths: number[] = [];
+    const hold = gate();
+    const q = new WorkQueue(() => hold.promise, { concurrency: 1, onDepth: (d) => depths.push(d) });
+    q.add('ns/a');
+    q.add('ns/b');
+    q.add('ns/c');
+    expect(q.depth).toBe(2);
+    hold.open();
+    await q.idle();
+    expect(depths).toEqual([1, 2, 1, 0]);
+  });
+
+  it('resyncs every listed key periodically', async () => {
+    const seen = new Map<string, number>();
+    const q = new WorkQueue(
+      async (key) => {
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+      },
+      { concurrency: 2 },
+    );
+    q.startResync(10, () => ['ns/a', 'ns/b']);
+    for (let i = 0; i < 100 && (seen.get('ns/b') ?? 0) < 3; i++) await sleep(5);
+    await q.shutdown();
+    expect(seen.get('ns/a')).toBeGreaterThanOrEqual(3);
+    expect(seen.get('ns/b')).toBeGreaterThanOrEqual(3);
+  });
+
+  it('shutdown drops queued work, waits for work in flight, and takes no more', async () => {
+    const done: string[] = [];
+    const q = new WorkQueue(
+      async (key) => {
+        await sleep(20);
+        done.push(key);
+      },
+      { concurrency: 1 },
+    );
+    q.add('ns/a');
+    q.add('ns/b');
+    q.addAfter('ns/c', 5);
+    const t0 = Date.now();
+    await q.shutdown();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(15); // waited for ns/a
+    expect(done).toEqual(['ns/a']);
+    q.add('ns/d');
+    await sleep(40);
+    expect(done).toEqual(['ns/a']);
+    expect(q.depth).toBe(0);
+  });
+
+  it('rejects a non-positive concurrency', () => {
+    expect(() => new WorkQueue(async () => {}, { concurrency: 0 })).toThrow(/positive integer/);
+  });
+});

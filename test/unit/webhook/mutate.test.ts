@@ -1,0 +1,183 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import {
+  CARD_VOLUME,
+  INJECT_ANNOTATION,
+  SIDECAR_CONTAINER,
+  decide,
+  parseReview,
+  review,
+  useNativeSidecar,
+} from '../../../operator/webhook/mutate.ts';
+import type { InjectionConfig, JsonPatchOp } from '../../../operator/webhook/mutate.ts';
+
+const cfg = (over: Partial<InjectionConfig> = {}): InjectionConfig => ({
+  sidecarImage: 'ghcr.io/example/agentcard:1.0.0',
+  mode: 'native',
+  operatorNamespace: 'agentcard-system',
+  ...over,
+});
+
+function pod(annotations?: Record<string, string>, spec: Partial<V1Pod['spec']> = {}): V1Pod {
+  return {
+    metadata: { name: 'agent-0', namespace: 'team-a', ...(annotations ? { annotations } : {}) },
+    spec: { containers: [{ name: 'agent', image: 'agent:1', ports: [{ containerPort: 8080 }] }], ...spec },
+  };
+}
+
+/** Applies the "add" operations the webhook emits (enough of RFC 6902 for these tests). */
+function apply(p: V1Pod, ops: JsonPatchOp[]): V1Pod {
+  const out = structuredClone(p) as unknown as Record<string, unknown>;
+  for (const op of ops) {
+    const parts = op.path.split('/').slice(1);
+    const last = parts.pop()!;
+    let target = out as Record<string, unknown> | unknown[];
+    for (const part of parts) target = (target as Record<string, unknown>)[part] as Record<string, unknown>;
+    if (Array.isArray(target)) {
+      if (last === '-') target.push(op.value);
+      else target.splice(Number(last), 0, op.value);
+    } else {
+      target[last] = op.value;
+    }
+  }
+  return out as V1Pod;
+}
+
+const sidecarsOf = (p: V1Pod) =>
+  [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].filter(
+    (c) => c.name === SIDECAR_CONTAINER,
+  );
+
+describe('decide', () => {
+  it('injects a native sidecar as the first init container, with the card volume', () => {
+    const p = pod({ [INJECT_ANNOTATION]: 'weather' }, { initContainers: [{ name: 'migrate', image: 'm' }] });
+    const d = decide(p, 'team-a', cfg());
+    if (!d.inject) throw new Error(d.reason);
+    const patched = apply(p, d.patch);
+    const sidecar = patched.spec!.initContainers![0]!;
+    expect(patched.spec!.initContainers!.map((c) => c.name)).toEqual([SIDECAR_CONTAINER, 'migrate']);
+    expect(sidecar.restartPolicy).toBe('Always');
+    expect(sidecar.args).toEqual(['sidecar', '--dir', '/etc/agentcard', '--port', '8095']);
+    expect(sidecar.ports).toContainEqual({ name: 'agent-card', containerPort: 8095, protocol: 'TCP' });
+    expect(sidecar.volumeMounts).toEqual([
+      { name: CARD_VOLUME, mountPath: '/etc/agentcard', readOnly: true },
+    ]);
+    expect(sidecar.env).toContainEqual({
+      name: 'NODE_OPTIONS',
+      value: '--max-semi-space-size=1 --max-old-space-size=32',
+    });
+    expect(sidecar.resources?.limits?.memory).toBeDefined();
+    expect(patched.spec!.volumes).toEqual([
+      { name: CARD_VOLUME, configMap: { name: 'weather-agent-card', optional: true } },
+    ]);
+    expect(patched.spec!.containers).toHaveLength(1);
+  });
+
+  it('passes the restricted Pod Security Standard field by field', () => {
+    const d = decide(pod({ [INJECT_ANNOTATION]: 'weather' }), 'team-a', cfg());
+    if (!d.inject) throw new Error(d.reason);
+    const sc = (d.patch[0]!.value as V1Container[])[0]!.securityContext!;
+    expect(sc.runAsNonRoot).toBe(true);
+    expect(sc.runAsUser).toBeGreaterThan(0);
+    expect(sc.allowPrivilegeEscalation).toBe(false);
+    expect(sc.capabilities).toEqual({ drop: ['ALL'] });
+    expect(sc.seccompProfile).toEqual({ type: 'RuntimeDefault' });
+    expect(sc.readOnlyRootFilesystem).toBe(true);
+  });
+
+  it('appends an ordinary container in container mode and to existing volumes', () => {
+    const p = pod({ [INJECT_ANNOTATION]: 'weather' }, { volumes: [{ name: 'data', emptyDir: {} }] });
+    const d = decide(p, 'team-a', cfg({ mode: 'container' }));
+    if (!d.inject) throw new Error(d.reason);
+    const patched = apply(p, d.patch);
+    expect(patched.spec!.containers!.map((c) => c.name)).toEqual(['agent', SIDECAR_CONTAINER]);
+    expect(patched.spec!.containers![1]!.restartPolicy).toBeUndefined();
+    expect(patched.spec!.initContainers).toBeUndefined();
+    expect(patched.spec!.volumes!.map((v) => v.name)).toEqual(['data', CARD_VOLUME]);
+  });
+
+  it('is idempotent: a patched Pod gets no second sidecar, whichever list holds it', () => {
+    for (const mode of ['native', 'container'] as const) {
+      const p = pod({ [INJECT_ANNOTATION]: 'weather' });
+      const first = decide(p, 'team-a', cfg({ mode }));
+      if (!first.inject) throw new Error(first.reason);
+      const patched = apply(p, first.patch);
+      expect(sidecarsOf(patched)).toHaveLength(1);
+      const again = decide(patched, 'team-a', cfg({ mode: mode === 'native' ? 'container' : 'native' }));
+      expect(again).toMatchObject({ inject: false, reason: 'the sidecar is already there' });
+    }
+  });
+
+  it('leaves Pods alone that did not ask, are in the operator namespace, or name another namespace', () => {
+    expect(decide(pod(), 'team-a', cfg())).toMatchObject({ inject: false, reason: 'no inject annotation' });
+    expect(decide(pod({ [INJECT_ANNOTATION]: 'weather' }), 'agentcard-system', cfg()).inject).toBe(false);
+    const other = decide(pod({ [INJECT_ANNOTATION]: 'team-b/weather' }), 'team-a', cfg());
+    expect(other).toMatchObject({
+      inject: false,
+      reason: "AgentCard team-b/weather is not in the Pod's namespace team-a",
+    });
+    const same = decide(pod({ [INJECT_ANNOTATION]: 'team-a/weather' }), 'team-a', cfg());
+    expect(same).toMatchObject({ inject: true, card: 'weather' });
+    expect(decide(pod({ [INJECT_ANNOTATION]: 'Not_A_Name' }), 'team-a', cfg()).inject).toBe(false);
+  });
+
+  it('does not inject into a Pod whose containers already use the sidecar ports', () => {
+    const p = pod(
+      { [INJECT_ANNOTATION]: 'weather' },
+      { containers: [{ name: 'a', ports: [{ containerPort: 8095 }] }] },
+    );
+    expect(decide(p, 'team-a', cfg())).toMatchObject({
+      inject: false,
+      reason: 'port 8095 is already used by a container of the Pod',
+    });
+  });
+});
+
+describe('useNativeSidecar', () => {
+  it('uses native sidecars from Kubernetes 1.29 in auto mode', () => {
+    expect(useNativeSidecar('auto', { major: '1', minor: '28' })).toBe(false);
+    expect(useNativeSidecar('auto', { major: '1', minor: '29' })).toBe(true);
+    expect(useNativeSidecar('auto', { major: '1', minor: '31+' })).toBe(true);
+    expect(useNativeSidecar('auto', undefined)).toBe(false);
+    expect(useNativeSidecar('native', { major: '1', minor: '20' })).toBe(true);
+    expect(useNativeSidecar('container', { major: '1', minor: '33' })).toBe(false);
+  });
+});
+
+describe('review', () => {
+  const request = (object: V1Pod, over: object = {}) => ({
+    uid: 'c0ffee',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    operation: 'CREATE',
+    namespace: 'team-a',
+    object,
+    ...over,
+  });
+
+  it('answers with a base64 JSON Patch for an injected Pod', () => {
+    const { response } = review(request(pod({ [INJECT_ANNOTATION]: 'weather' })), cfg());
+    expect(response.response).toMatchObject({ uid: 'c0ffee', allowed: true, patchType: 'JSONPatch' });
+    const ops = JSON.parse(Buffer.from(response.response.patch!, 'base64').toString()) as JsonPatchOp[];
+    expect(ops.map((o) => o.path)).toEqual(['/spec/initContainers', '/spec/volumes']);
+  });
+
+  it('allows without a patch otherwise, warning when a requested injection is refused', () => {
+    const plain = review(request(pod()), cfg()).response.response;
+    expect(plain).toEqual({ uid: 'c0ffee', allowed: true });
+    const refused = review(request(pod({ [INJECT_ANNOTATION]: 'team-b/weather' })), cfg()).response.response;
+    expect(refused.patch).toBeUndefined();
+    expect(refused.warnings?.[0]).toContain('not in the Pod');
+    const update = review(request(pod({ [INJECT_ANNOTATION]: 'weather' }), { operation: 'UPDATE' }), cfg());
+    expect(update.response.response.patch).toBeUndefined();
+  });
+
+  it('names what is wrong with a malformed review', () => {
+    expect(parseReview(null)).toEqual({ error: 'body is not a JSON object' });
+    expect(parseReview({ kind: 'AdmissionReview', apiVersion: 'admission.k8s.io/v1beta1' })).toEqual({
+      error: "apiVersion is not 'admission.k8s.io/v1'",
+    });
+    expect(parseReview({ kind: 'AdmissionReview', apiVersion: 'admission.k8s.io/v1', request: {} })).toEqual({
+      error: 'request.uid is missing',
+    });
+  });
+});
