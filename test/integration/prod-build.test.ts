@@ -7,12 +7,23 @@
  * copy, fails here.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildImageLayout, node24, type ImageLayout } from './prod-build-image.ts';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { buildImageLayout, node24, repoRoot, type ImageLayout } from './prod-build-image.ts';
+import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
 
 let out: string;
 let image: ImageLayout;
@@ -51,7 +62,7 @@ function imageArgv(args: string[], readable: string[] = []): [string, string[]] 
   const app = join(image.rootDir, image.workdir);
   const permission = [
     '--permission',
-    `--allow-fs-read=${[app + '/', ...readable].join(',')}`,
+    ...[app + '/', ...readable].map((path) => `--allow-fs-read=${path}`),
     `--allow-fs-write=${writable}/`,
   ];
   // Absolute paths in the ENTRYPOINT are paths inside the image.
@@ -145,6 +156,66 @@ describe('the production build runs', () => {
       expect(ready.status).toBe(200);
     } finally {
       await stop(child);
+    }
+  });
+});
+
+describe('the production build against the control plane', () => {
+  let ns: TestNamespace;
+  beforeAll(async () => {
+    await applyYaml(readFileSync(join(repoRoot, 'crds', 'agentcard.dev_agentcards.yaml'), 'utf8'));
+    await waitForCrdEstablished('agentcards.agentcard.dev');
+    ns = await createTestNamespace('prod-build');
+  });
+  afterAll(async () => {
+    await ns?.cleanup();
+  });
+
+  it('agentcard operator reconciles an AgentCard, then stops cleanly on SIGTERM', async () => {
+    const metricsPort = await freePort();
+    const [bin, argv] = imageArgv(
+      [
+        'operator',
+        `--kubeconfig=${kubeconfigPath()}`,
+        `--namespace=${ns.name}`,
+        '--no-leader-elect',
+        `--metrics-port=${metricsPort}`,
+        '--bind-address=127.0.0.1',
+        '--webhook-port=0',
+        '--no-probes',
+      ],
+      [kubeconfigPath()],
+    );
+    const child = spawn(bin, argv, {
+      cwd: join(image.rootDir, image.workdir),
+      env: { ...imageEnv(), POD_NAMESPACE: ns.name },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      await waitForOk(`http://127.0.0.1:${metricsPort}/readyz`, child);
+      await applyYaml(
+        `apiVersion: agentcard.dev/v1alpha1
+kind: AgentCard
+metadata: {name: prod-build, namespace: ${ns.name}}
+spec:
+  card: ${JSON.stringify(JSON.parse(fixtureFiles()['agent-card.json']!))}
+`,
+      );
+      const core = kubeConfig().makeApiClient(CoreV1Api);
+      const deadline = Date.now() + 30_000;
+      let published: string | undefined;
+      while (!published && Date.now() < deadline) {
+        published = await core
+          .readNamespacedConfigMap({ name: 'prod-build-agent-card', namespace: ns.name })
+          .then((cm) => cm.data?.['agent-card.json'])
+          .catch(() => undefined);
+        if (!published) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(JSON.parse(published ?? '{}')).toMatchObject({ name: 'Prod build agent', version: '1.0.0' });
+    } finally {
+      const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
     }
   });
 });
