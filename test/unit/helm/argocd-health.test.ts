@@ -127,6 +127,38 @@ describe('Argo CD health check for AgentCard (README)', () => {
     expect(h).toEqual({ status: 'Progressing', message: 'InterfacesReachable: waiting for the first probe' });
   });
 
+  it('does not count an unsigned card (no spec.signing) as a failure', () => {
+    const unsigned: Condition = {
+      type: 'Signed',
+      status: 'False',
+      reason: 'SigningNotConfigured',
+      message: 'unsigned (no spec.signing)',
+    };
+    const pending: Condition = { type: 'InterfacesReachable', status: 'Unknown', message: 'not probed yet' };
+    const notReady: Condition = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'InterfacesUnknown',
+      message: 'waiting',
+    };
+    expect(
+      health(
+        card(1, {
+          observedGeneration: 1,
+          conditions: [ok('Accepted'), unsigned, ok('Published'), pending, notReady],
+        }),
+      ),
+    ).toEqual({ status: 'Progressing', message: 'InterfacesReachable: not probed yet' });
+    expect(
+      health(
+        card(1, {
+          observedGeneration: 1,
+          conditions: [ok('Accepted'), unsigned, ok('Published'), ok('Ready')],
+        }),
+      ),
+    ).toEqual({ status: 'Healthy', message: 'Ready ok' });
+  });
+
   it('is Degraded when an interface does not speak its binding', () => {
     const h = health(
       card(1, {
