@@ -11,6 +11,7 @@ import { AdmissionregistrationV1Api, CoreV1Api, VersionApi } from '@kubernetes/c
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
+import { UserError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { parseReview, review } from './mutate.ts';
 import type { InjectionConfig, SidecarMode } from './mutate.ts';
@@ -29,15 +30,16 @@ export interface WebhookOptions {
   host?: string;
   certMode: 'self-signed' | 'cert-manager';
   /** cert-manager mode: directory with tls.crt and tls.key. */
-  certDir?: string;
+  certDir?: string | undefined;
   /** self-signed mode: the Secret holding the CA and serving certificate. */
-  secretName: string;
+  secretName?: string | undefined;
   /** The Service in front of the webhook (its DNS names go into the certificate). */
-  serviceName: string;
+  serviceName?: string | undefined;
   /** The MutatingWebhookConfiguration whose caBundle is kept current (self-signed mode). */
-  webhookConfigName: string;
+  webhookConfigName?: string | undefined;
   operatorNamespace: string;
-  sidecarImage: string;
+  /** Required: the image of the injected sidecar. */
+  sidecarImage: string | undefined;
   sidecarMode: SidecarMode;
   logger: Logger;
   registry: Registry;
@@ -52,8 +54,23 @@ export interface Webhook {
   close(): Promise<void>;
 }
 
+/** Names used when the options leave them out (the Helm chart always passes its own). */
+export const WEBHOOK_DEFAULTS = {
+  secretName: 'agentcard-operator-webhook-tls',
+  serviceName: 'agentcard-operator-webhook',
+  webhookConfigName: 'agentcard-operator',
+} as const;
+
 export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   const { logger } = opts;
+  if (!opts.sidecarImage)
+    throw new UserError('the admission webhook needs --sidecar-image (the image to inject)', 2);
+  if (opts.certMode === 'cert-manager' && !opts.certDir) {
+    throw new UserError('--webhook-cert-mode cert-manager needs --webhook-cert-dir', 2);
+  }
+  const secretName = opts.secretName || WEBHOOK_DEFAULTS.secretName;
+  const serviceName = opts.serviceName || WEBHOOK_DEFAULTS.serviceName;
+  const webhookConfigName = opts.webhookConfigName || WEBHOOK_DEFAULTS.webhookConfigName;
   const log = logger.child({ component: 'webhook' });
   const reviews = new Counter({
     name: 'agentcard_webhook_reviews_total',
@@ -81,16 +98,15 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
 
   let certs: CertSource;
   if (opts.certMode === 'cert-manager') {
-    if (!opts.certDir) throw new Error('webhook: cert-manager mode needs a certificate directory');
-    certs = await directoryCertSource({ dir: opts.certDir, logger: log });
+    certs = await directoryCertSource({ dir: opts.certDir!, logger: log });
   } else {
     certs = await selfSignedCertSource({
       core: opts.kubeConfig.makeApiClient(CoreV1Api),
       admission: opts.kubeConfig.makeApiClient(AdmissionregistrationV1Api),
       namespace: opts.operatorNamespace,
-      secretName: opts.secretName,
-      webhookConfigName: opts.webhookConfigName,
-      hosts: [...serviceHosts(opts.serviceName, opts.operatorNamespace), ...(opts.extraHosts ?? [])],
+      secretName,
+      webhookConfigName,
+      hosts: [...serviceHosts(serviceName, opts.operatorNamespace), ...(opts.extraHosts ?? [])],
       logger: log,
       ...(opts.certSyncMs ? { syncMs: opts.certSyncMs } : {}),
     });

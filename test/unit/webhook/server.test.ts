@@ -76,6 +76,23 @@ function peerCert(port: number, ca: string): Promise<string> {
 }
 
 describe('webhook server', () => {
+  it('refuses to start without a sidecar image or, in cert-manager mode, a certificate directory', async () => {
+    const base = {
+      kubeConfig: new KubeConfig(),
+      port: 0,
+      operatorNamespace: 'agentcard-system',
+      sidecarMode: 'native' as const,
+      logger: createLogger({}, { write: () => {} }),
+      registry: new Registry(),
+    };
+    await expect(
+      startWebhook({ ...base, certMode: 'cert-manager', certDir: '/x', sidecarImage: '' }),
+    ).rejects.toThrow('the admission webhook needs --sidecar-image (the image to inject)');
+    await expect(startWebhook({ ...base, certMode: 'cert-manager', sidecarImage: 'img' })).rejects.toThrow(
+      '--webhook-cert-mode cert-manager needs --webhook-cert-dir',
+    );
+  });
+
   it('answers an AdmissionReview over HTTPS with the sidecar patch', async () => {
     const { base, agent, registry } = await start();
     const res = await request(base + MUTATE_PATH, {
