@@ -5,18 +5,22 @@
  * chart's Deployment and a TokenRequest token of the chart's ServiceAccount, through one cycle:
  * leader election, informers ready, an AgentCard signed with a key Secret, published, its
  * interfaces probed (a real @a2a-js/sdk agent on loopback), events, the serving summary of a
- * Pod that asks for the card, and the admission webhook injecting the sidecar into that Pod.
+ * Pod that asks for the card, and the admission webhook: its certificate Secret, the caBundle,
+ * an AdmissionReview answered over HTTPS, and a certificate replaced (see `cycle`).
  *
  * Sufficient: the cycle completes and the operator never got a 403.
  * Minimal: for every verb of every rule bound to the ServiceAccount, the same cycle with only
  * that verb removed fails (each cycle is bounded, and a 403 in the log ends it at once).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  AdmissionregistrationV1Api,
   AppsV1Api,
   CoordinationV1Api,
   CoreV1Api,
@@ -48,9 +52,10 @@ const custom = kc.makeApiClient(CustomObjectsApi);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
 const coordination = kc.makeApiClient(CoordinationV1Api);
 const eventsApi = kc.makeApiClient(EventsV1Api);
+const admission = kc.makeApiClient(AdmissionregistrationV1Api);
 
-/** One successful cycle takes a few seconds; a failing one is cut off here. */
-const CYCLE_TIMEOUT_MS = 25_000;
+/** One successful cycle takes several seconds; a failing one is cut off here. */
+const CYCLE_TIMEOUT_MS = 30_000;
 
 let opNs: TestNamespace;
 let appNs: TestNamespace;
@@ -115,21 +120,15 @@ function withFlags(args: string[], flags: Record<string, string | null>): string
   return out;
 }
 
-/**
- * One reconcile + probe + webhook cycle with the ServiceAccount's token. Starts from a clean
- * slate for everything the operator creates once (Lease, webhook Secret), so that each verb is
- * exercised by every cycle.
- */
-async function cycle(): Promise<CycleResult> {
-  const n = ++cycleNo;
-  const card = `card-${n}`;
-  await deleteIfExists(() =>
-    coordination.deleteNamespacedLease({ name: 'agentcard-operator', namespace: opNs.name }),
-  );
-  await deleteIfExists(() =>
-    core.deleteNamespacedSecret({ name: `${fullname}-webhook-tls`, namespace: opNs.name }),
-  );
+/** An operator process on the ServiceAccount's token, with the chart's command line. */
+type OperatorRun = {
+  webhookPort: number;
+  /** Polls `check` until true; fails on a 403 in the log, an exit, or the cycle's deadline. */
+  until(what: string, check: () => Promise<boolean>): Promise<void>;
+  stop(): Promise<void>;
+};
 
+async function startOperator(identity: string, deadline: number): Promise<OperatorRun> {
   const [metricsPort, webhookPort] = [await freePort(), await freePort()];
   const args = withFlags(operatorArgs.slice(1), {
     kubeconfig: tokenKubeconfig,
@@ -144,42 +143,82 @@ async function cycle(): Promise<CycleResult> {
     process.execPath,
     [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...args],
     {
-      env: { ...process.env, POD_NAMESPACE: opNs.name, POD_NAME: `rbac-${n}`, KUBECONFIG: '' },
+      env: { ...process.env, POD_NAMESPACE: opNs.name, POD_NAME: identity, KUBECONFIG: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
   child.stdout!.on('data', (b: Buffer) => (log += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
-
-  const deadline = Date.now() + CYCLE_TIMEOUT_MS;
-  /** Polls `check` until it returns true; fails on a 403 in the log, an exit, or the deadline. */
-  const until = async (what: string, check: () => Promise<boolean>): Promise<void> => {
-    for (;;) {
-      const forbidden = log.split('\n').find((l) => /\b403\b|forbidden/i.test(l));
-      if (forbidden) throw new Error(`403 while waiting for ${what}: ${forbidden.slice(0, 300)}`);
-      if (child.exitCode !== null)
-        throw new Error(`operator exited (${child.exitCode}) before ${what}: ${log.slice(-500)}`);
-      if (await check().catch(() => false)) return;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+  const run: OperatorRun = {
+    webhookPort,
+    until: async (what, check) => {
+      for (;;) {
+        const forbidden = log.split('\n').find((l) => /\b403\b|forbidden/i.test(l));
+        if (forbidden) throw new Error(`403 while waiting for ${what}: ${forbidden.slice(0, 300)}`);
+        if (child.exitCode !== null)
+          throw new Error(`operator exited (${child.exitCode}) before ${what}: ${log.slice(-500)}`);
+        if (await check().catch(() => false)) return;
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    },
+    stop: () =>
+      new Promise<void>((done) => {
+        if (child.exitCode !== null) return done();
+        child.once('exit', () => done());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+      }),
   };
+  await run.until('/readyz', async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).ok);
+  return run;
+}
 
+const LEASE = 'agentcard-operator';
+const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: opNs.name });
+const webhookSecret = () => `${fullname}-webhook-tls`;
+const readWebhookSecret = () => core.readNamespacedSecret({ name: webhookSecret(), namespace: opNs.name });
+
+/** The webhook's CA from its Secret is the caBundle of the chart's MutatingWebhookConfiguration. */
+async function caBundleInstalled(): Promise<boolean> {
+  const bundle = (await readWebhookSecret()).data?.['ca-bundle.crt'];
+  const mwc = await admission.readMutatingWebhookConfiguration({ name: fullname });
+  return Boolean(bundle) && mwc.webhooks?.every((w) => w.clientConfig.caBundle === bundle) === true;
+}
+
+/**
+ * One reconcile + probe + webhook cycle with the ServiceAccount's token, from a clean slate for
+ * everything the operator creates once (Lease, webhook Secret), so every verb is exercised:
+ *
+ * 1. An operator starts: it creates and renews the Lease, creates the webhook's CA and serving
+ *    certificate Secret and patches the caBundle, answers an AdmissionReview over HTTPS the way
+ *    the API server sends it (trusting that caBundle, for the Service's name), reconciles a
+ *    signed AgentCard to Ready (its interfaces probed) with an event, and reports the Pod that
+ *    asks for the card in status.serving.
+ * 2. The webhook Secret is spoiled and a second operator starts: it takes the released Lease
+ *    over, and replaces the Secret with a good certificate (what renewal does).
+ */
+async function cycle(): Promise<CycleResult> {
+  const n = ++cycleNo;
+  const card = `card-${n}`;
+  await deleteIfExists(() => coordination.deleteNamespacedLease({ name: LEASE, namespace: opNs.name }));
+  await deleteIfExists(() => core.deleteNamespacedSecret({ name: webhookSecret(), namespace: opNs.name }));
+  const deadline = Date.now() + CYCLE_TIMEOUT_MS;
+  let op: OperatorRun | undefined;
   try {
-    await until('/readyz', async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).ok);
+    op = await startOperator(`rbac-${n}-a`, deadline);
     let acquired = 0;
-    await until('the leader Lease', async () => {
-      const lease = await coordination.readNamespacedLease({
-        name: 'agentcard-operator',
-        namespace: opNs.name,
-      });
+    await op.until('the leader Lease', async () => {
+      const lease = await readLease();
       acquired = new Date(lease.spec?.acquireTime ?? 0).getTime();
-      return Boolean(lease.spec?.holderIdentity?.startsWith(`rbac-${n}`));
+      return Boolean(lease.spec?.holderIdentity?.startsWith(`rbac-${n}-a`));
     });
+    await op.until('the webhook certificate and caBundle', caBundleInstalled);
+    await admissionReview(op.webhookPort, card);
 
-    const jwk = await generateSigningJwk('ES256', `rbac-${n}`);
     // Not labelled agentcard.dev/signing-key, so the controller reads it by name (GET) besides
     // running its informer for labelled ones (LIST, WATCH).
+    const jwk = await generateSigningJwk('ES256', `rbac-${n}`);
     await core.createNamespacedSecret({
       namespace: appNs.name,
       body: { metadata: { name: `${card}-key` }, stringData: { 'key.jwk': JSON.stringify(jwk) } },
@@ -191,19 +230,16 @@ async function cycle(): Promise<CycleResult> {
       namespace: appNs.name,
       body: agentCardManifest(card),
     });
-    // A Pod that asks for the card: the webhook injects the sidecar; the controller counts it.
-    const pod = await core.createNamespacedPod({
+    // A Pod that asks for the card (the API server cannot reach an out-of-cluster webhook here,
+    // so it is created without the sidecar): the controller must count it.
+    await core.createNamespacedPod({
       namespace: appNs.name,
       body: {
         metadata: { name: `${card}-pod`, annotations: { 'agentcard.dev/inject': card } },
         spec: { containers: [{ name: 'agent', image: 'registry.example.com/agent:1' }] },
       },
     });
-    const names = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].map((c) => c.name);
-    if (!names.includes('agentcard-sidecar'))
-      throw new Error(`the webhook did not inject the sidecar (containers: ${names.join(', ')})`);
-
-    await until('Ready=True', async () => {
+    await op.until('Ready=True and the Pod in status.serving', async () => {
       const obj = (await custom.getNamespacedCustomObject({
         group: 'agentcard.dev',
         version: 'v1alpha1',
@@ -216,33 +252,95 @@ async function cycle(): Promise<CycleResult> {
       const ready = obj.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
       return ready && (obj.status?.serving?.podsRequesting ?? 0) >= 1;
     });
-    await until('the published ConfigMap', async () => {
+    await op.until('the published ConfigMap', async () => {
       const cm = await core.readNamespacedConfigMap({ name: `${card}-agent-card`, namespace: appNs.name });
       return Boolean(cm.data?.['agent-card.json']);
     });
-    await until('an event about the AgentCard', async () => {
+    await op.until('an event about the AgentCard', async () => {
       const list = await eventsApi.listNamespacedEvent({ namespace: appNs.name });
       return list.items.some((e) => e.regarding?.name === card && e.regarding.kind === 'AgentCard');
     });
     // The leader renews its Lease every retry period (2 s): wait for one renewal.
-    await until('a renewal of the Lease', async () => {
-      const lease = await coordination.readNamespacedLease({
-        name: 'agentcard-operator',
-        namespace: opNs.name,
-      });
+    await op.until('a renewal of the Lease', async () => {
+      const lease = await readLease();
       return new Date(lease.spec?.renewTime ?? 0).getTime() > acquired + 500;
     });
+    await op.stop();
+
+    const spoiled = await readWebhookSecret();
+    await core.replaceNamespacedSecret({
+      name: webhookSecret(),
+      namespace: opNs.name,
+      body: { ...spoiled, data: { ...spoiled.data, 'tls.crt': Buffer.from('spoiled').toString('base64') } },
+    });
+    op = await startOperator(`rbac-${n}-b`, deadline);
+    await op.until('the Lease taken over', async () =>
+      Boolean((await readLease()).spec?.holderIdentity?.startsWith(`rbac-${n}-b`)),
+    );
+    await op.until('the webhook Secret replaced with a good certificate', async () => {
+      const crt = (await readWebhookSecret()).data?.['tls.crt'];
+      return Boolean(crt) && Buffer.from(crt!, 'base64').toString().includes('BEGIN CERTIFICATE');
+    });
+    await op.until('the caBundle matching it', caBundleInstalled);
     return { ok: true };
   } catch (err) {
     return { ok: false, reason: err instanceof Error ? err.message : String(err) };
   } finally {
-    await new Promise<void>((done) => {
-      if (child.exitCode !== null) return done();
-      child.once('exit', () => done());
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-    });
+    await op?.stop();
   }
+}
+
+/** Sends the webhook an AdmissionReview as the API server does, and checks the sidecar patch. */
+async function admissionReview(port: number, card: string): Promise<void> {
+  const ca = Buffer.from((await readWebhookSecret()).data!['ca-bundle.crt']!, 'base64').toString();
+  const body = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: randomUUID(),
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      namespace: appNs.name,
+      operation: 'CREATE',
+      userInfo: { username: 'system:serviceaccount:kube-system:replicaset-controller' },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          generateName: `${card}-`,
+          namespace: appNs.name,
+          annotations: { 'agentcard.dev/inject': card },
+        },
+        spec: { containers: [{ name: 'agent', image: 'registry.example.com/agent:1' }] },
+      },
+    },
+  });
+  const answer = await new Promise<string>((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/mutate-pods',
+        method: 'POST',
+        ca,
+        servername: `${fullname}-webhook.${opNs.name}.svc`,
+        headers: { 'Content-Type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (b: Buffer) => (text += b.toString()));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(text) : reject(new Error(`webhook ${res.statusCode}: ${text}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+  const response = (JSON.parse(answer) as { response: { allowed: boolean; patch?: string } }).response;
+  const patch = Buffer.from(response.patch ?? '', 'base64').toString();
+  if (!response.allowed || !patch.includes('agentcard-sidecar'))
+    throw new Error(`no sidecar in the webhook's answer: ${answer}`);
 }
 
 function agentCardManifest(name: string) {
@@ -353,7 +451,7 @@ describe("the chart's RBAC, with the operator out of cluster on the ServiceAccou
   it('is sufficient: a whole cycle with no 403', async () => {
     const result = await cycle();
     expect(result).toEqual({ ok: true });
-  }, 60_000);
+  }, 90_000);
 
   it('is minimal: removing any one verb, resource or API group of any rule breaks the cycle', async () => {
     const roles = await boundRoles();
