@@ -454,6 +454,8 @@ describe("the chart's RBAC, with the operator out of cluster on the ServiceAccou
   }, 90_000);
 
   it('is minimal: removing any one verb, resource or API group of any rule breaks the cycle', async () => {
+    // Only a cycle that passes with every rule can tell which rules it needs.
+    expect(await cycle(), 'the whole cycle must pass before rules are taken away').toEqual({ ok: true });
     const roles = await boundRoles();
     expect(roles.length).toBeGreaterThanOrEqual(2);
     const unneeded: string[] = [];
