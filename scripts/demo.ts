@@ -1,0 +1,435 @@
+/**
+ * `npm run demo`: the whole operator on one machine, as local processes, with no kubelet and no
+ * container engine. Starts the local control plane, installs the CRD and a signing key, runs the
+ * operator, a demo A2A agent and the well-known sidecar, applies examples/, and prints the
+ * `kubectl get agentcards` table, the served card's URL and its verification. Runs until Ctrl-C
+ * (or, with --once, exits after the last step) and stops everything it started.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { down, up } from '../test/controlplane/control.ts';
+import { kubeconfigFile } from '../test/controlplane/paths.ts';
+import { runTool, type ToolResult } from '../test/support/tools.ts';
+import { generateSigningJwk } from '../operator/card/keygen.ts';
+import type { DemoAgentUrls } from './demo-agent.ts';
+import { ConfigMapVolume } from './demo-volume.ts';
+import { prepareExamples } from './demo-examples.ts';
+
+const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..');
+const node = process.execPath;
+const agentcardBin = join(repoRoot, 'bin', 'agentcard.js');
+
+const USAGE = `usage: npm run demo [-- --once] [--namespace NS]
+
+  --once           exit after the last step instead of running until Ctrl-C
+  --namespace NS   namespace for the examples (default agentcard-demo)
+`;
+
+class StepError extends Error {}
+class UsageError extends Error {}
+
+/** Things to undo, newest first, whatever happens. */
+const cleanups: { what: string; run: () => Promise<void> }[] = [];
+let logDir = '';
+let failed = false;
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+let stepNo = 0;
+const TOTAL_STEPS = 9;
+async function step<T>(title: string, run: () => Promise<T>, done: (value: T) => string): Promise<T> {
+  stepNo++;
+  const started = Date.now();
+  say(`[${stepNo}/${TOTAL_STEPS}] ${title} ...`);
+  try {
+    const value = await run();
+    say(`      ok: ${done(value)} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    return value;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new StepError(`step ${stepNo}/${TOTAL_STEPS} "${title}" failed: ${message}`);
+  }
+}
+
+async function kubectl(args: string[], input?: string): Promise<ToolResult> {
+  const result = await runTool('kubectl', args, { kubeconfig: kubeconfigFile, input, timeoutMs: 180_000 });
+  if (result.code !== 0) {
+    throw new Error(
+      `kubectl ${args.slice(0, 2).join(' ')}: ${(result.stderr || result.stdout).trim().split('\n').slice(-3).join(' / ')}`,
+    );
+  }
+  return result;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+/** Starts a child process with its output in logDir/<name>.log; registered for cleanup. */
+async function startProcess(name: string, args: string[]): Promise<ChildProcess> {
+  const { openSync, closeSync } = await import('node:fs');
+  const log = openSync(join(logDir, `${name}.log`), 'a');
+  const child = spawn(node, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', log] });
+  closeSync(log);
+  cleanups.push({ what: `stop the ${name}`, run: () => stopProcess(child) });
+  return child;
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) return done();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+function logTail(name: string): string {
+  try {
+    return readFileSync(join(logDir, `${name}.log`), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(-3)
+      .join(' / ');
+  } catch {
+    return '';
+  }
+}
+
+/** Polls `url` until it answers 200, failing early if `child` exits. */
+async function waitForHttp(
+  url: string,
+  child: ChildProcess,
+  name: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null)
+      throw new Error(`the ${name} exited with code ${child.exitCode}: ${logTail(name)}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      await res.body?.cancel();
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`the ${name} did not answer ${url} within ${timeoutMs / 1000} s: ${logTail(name)}`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  let values: { once?: boolean; namespace?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        once: { type: 'boolean' },
+        namespace: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(`${err instanceof Error ? err.message : String(err)} (see npm run demo -- --help)`);
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const once = values.once ?? process.env.AGENTCARD_DEMO_ONCE === '1';
+  const namespace = values.namespace ?? 'agentcard-demo';
+  logDir = mkdtempSync(join(tmpdir(), 'agentcard-demo-'));
+  say(`agentcard-operator local demo (logs in ${logDir})`);
+
+  const cluster = await step(
+    'Start the local control plane (the first run builds it, a few minutes)',
+    async () => {
+      const result = await up((line) => say(`      ${line}`));
+      if (result.started) cleanups.push({ what: 'stop the control plane', run: () => down(() => {}) });
+      return result;
+    },
+    (r) =>
+      `${r.state.server} (${r.started ? 'started' : 'already running'}), kubeconfig ${relative(process.cwd(), kubeconfigFile)}`,
+  );
+
+  await step(
+    'Install the AgentCard CRD',
+    async () => {
+      await kubectl([
+        'apply',
+        '--server-side',
+        '--field-manager=agentcard-demo',
+        '-f',
+        join(repoRoot, 'crds'),
+      ]);
+      // Right after the create, the CRD may have no conditions yet, which `kubectl wait` treats as
+      // an error rather than "not yet": ask again until it is Established.
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const r = await runTool(
+          'kubectl',
+          ['wait', '--for=condition=Established', 'crd/agentcards.agentcard.dev', '--timeout=30s'],
+          { kubeconfig: kubeconfigFile },
+        );
+        if (r.code === 0) break;
+        if (Date.now() > deadline) throw new Error(`the CRD is not Established: ${r.stderr.trim()}`);
+        await new Promise((done) => setTimeout(done, 250));
+      }
+    },
+    () => 'agentcards.agentcard.dev established',
+  );
+
+  await step(
+    `Create namespace ${namespace}`,
+    async () => {
+      const manifest = JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+      await kubectl(['apply', '-f', '-'], manifest);
+      // On a control plane the demo did not start, leave it as it was.
+      if (!cluster.started) {
+        cleanups.push({
+          what: `delete namespace ${namespace}`,
+          run: async () => void (await kubectl(['delete', 'namespace', namespace, '--wait=false'])),
+        });
+      }
+    },
+    () => namespace,
+  );
+
+  const agent = await step(
+    'Start the demo A2A agent (@a2a-js/sdk: JSON-RPC, HTTP+JSON, gRPC)',
+    async () => {
+      const child = await startProcess('agent', [join(repoRoot, 'scripts', 'demo-agent.ts')]);
+      const line = await firstLine(child, 'agent', 30_000);
+      return JSON.parse(line) as DemoAgentUrls;
+    },
+    (a) => `${a.jsonrpc} | ${a.rest} | ${a.grpc}`,
+  );
+
+  const examples = await step(
+    'Generate a signing key and apply examples/',
+    async () => {
+      const prepared = await prepareExamples(join(repoRoot, 'examples'), {
+        agent,
+        newSigningJwk: async (kid) => JSON.stringify(await generateSigningJwk('ES256', kid)),
+      });
+      const applied = await kubectl(['apply', '-n', namespace, '-f', '-'], prepared.manifests);
+      return { ...prepared, applied: applied.stdout.trim().split('\n') };
+    },
+    (e) =>
+      `${e.cards.length} AgentCard(s) (${e.cards.join(', ')}), ${e.applied.length} object(s)` +
+      (e.signingSecrets.length
+        ? `; signing key Secret ${e.signingSecrets.join(', ')} (ES256, generated now)`
+        : ''),
+  );
+
+  const metricsPort = await freePort();
+  await step(
+    'Start the operator',
+    async () => {
+      const child = await startProcess('operator', [
+        agentcardBin,
+        'operator',
+        `--kubeconfig=${kubeconfigFile}`,
+        `--namespace=${namespace}`,
+        '--no-leader-elect',
+        `--metrics-port=${metricsPort}`,
+        '--bind-address=127.0.0.1',
+        // The demo agent listens on loopback, which the probes refuse unless allowed.
+        '--probe-allow-cidr=127.0.0.1/32',
+        '--webhook-port=0',
+      ]);
+      await waitForHttp(`http://127.0.0.1:${metricsPort}/readyz`, child, 'operator');
+    },
+    () => `ready, metrics at http://127.0.0.1:${metricsPort}/metrics`,
+  );
+
+  await step(
+    'Wait until every AgentCard is Ready (validated, signed, published, interfaces probed)',
+    async () => {
+      try {
+        await kubectl([
+          'wait',
+          '--for=condition=Ready',
+          'agentcards',
+          '--all',
+          '-n',
+          namespace,
+          '--timeout=120s',
+        ]);
+      } catch (err) {
+        const table = await runTool('kubectl', ['get', 'agentcards', '-n', namespace, '-o', 'wide'], {
+          kubeconfig: kubeconfigFile,
+        });
+        throw new Error(`${err instanceof Error ? err.message : String(err)}\n${table.stdout}`, {
+          cause: err,
+        });
+      }
+    },
+    () => 'all Ready',
+  );
+
+  const served = examples.signedCard ?? examples.cards[0]!;
+  const sidecarPort = await freePort();
+  const sidecarMetricsPort = await freePort();
+  const cardUrl = `http://127.0.0.1:${sidecarPort}/.well-known/agent-card.json`;
+  await step(
+    `Start the sidecar for ${served} (ConfigMap ${served}-agent-card laid out like a kubelet volume)`,
+    async () => {
+      const volume = new ConfigMapVolume({
+        kubeconfig: kubeconfigFile,
+        namespace,
+        name: `${served}-agent-card`,
+        dir: join(logDir, 'volume'),
+        onError: (message) => say(`      volume sync: ${message}`),
+      });
+      await volume.start();
+      cleanups.push({ what: 'stop the ConfigMap sync', run: () => volume.stop() });
+      const child = await startProcess('sidecar', [
+        agentcardBin,
+        'sidecar',
+        `--dir=${volume.dir}`,
+        `--port=${sidecarPort}`,
+        `--metrics-port=${sidecarMetricsPort}`,
+      ]);
+      await waitForHttp(cardUrl, child, 'sidecar');
+    },
+    () => cardUrl,
+  );
+
+  const jwksUrl = cardUrl.replace('agent-card.json', 'jwks.json');
+  const verification = await step(
+    'Verify the served card against the served JWKS (agentcard verify, as a user would)',
+    async () => {
+      const [cardRes, jwksRes] = await Promise.all([fetch(cardUrl), fetch(jwksUrl)]);
+      if (!cardRes.ok || !jwksRes.ok)
+        throw new Error(`the sidecar answered ${cardRes.status} / ${jwksRes.status}`);
+      const jwksFile = join(logDir, 'jwks.json');
+      writeFileSync(jwksFile, await jwksRes.text());
+      const result = await runAgentcard(['verify', '-f', '-', '--jwks', jwksFile], await cardRes.text());
+      if (result.code !== 0) throw new Error(`agentcard verify: ${(result.stdout + result.stderr).trim()}`);
+      return result.stdout.trim();
+    },
+    (out) => out.split('\n')[0]!,
+  );
+
+  const table = await kubectl(['get', 'agentcards', '-n', namespace, '-o', 'wide']);
+  say('');
+  say(`$ kubectl get agentcards -n ${namespace} -o wide`);
+  say(table.stdout.trimEnd());
+  say('');
+  say(`Served card:   ${cardUrl}`);
+  say(`Keys:          ${jwksUrl}`);
+  say(`Verification:  ${verification.split('\n').join('\n               ')}`);
+  say(`kubectl:       KUBECONFIG=${kubeconfigFile} .cluster/bin/kubectl get agentcards -n ${namespace}`);
+  if (once) return 0;
+  say('');
+  say('Running; press Ctrl-C to stop everything the demo started.');
+  await new Promise<void>((done) => (stopRequested = done));
+  return 0;
+}
+
+/** Runs `agentcard ARGS` (this checkout's CLI) with `input` on stdin. */
+function runAgentcard(
+  args: string[],
+  input: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done, fail) => {
+    const child = spawn(node, [agentcardBin, ...args], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+function firstLine(child: ChildProcess, name: string, timeoutMs: number): Promise<string> {
+  return new Promise((ok, fail) => {
+    const timer = setTimeout(
+      () => fail(new Error(`the ${name} printed nothing within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+    const lines = createInterface({ input: child.stdout! });
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      ok(line);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`the ${name} exited with code ${code}: ${logTail(name)}`));
+    });
+  });
+}
+
+async function cleanup(): Promise<void> {
+  if (!cleanups.length) return;
+  say('Cleaning up ...');
+  for (const { what, run } of cleanups.reverse()) {
+    try {
+      await run();
+      say(`      ${what}: done`);
+    } catch (err) {
+      say(`      ${what}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  cleanups.length = 0;
+  if (logDir && !failed) rmSync(logDir, { recursive: true, force: true });
+  else if (logDir) say(`Logs kept in ${logDir}: ${readdirSafe(logDir).join(', ')}`);
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((f) => f.endsWith('.log'));
+  } catch {
+    return [];
+  }
+}
+
+// Ctrl-C after the last step ends the demo normally; during a step it stops, cleans up and
+// exits 130.
+let stopRequested: (() => void) | undefined;
+let interrupted = false;
+const onInterrupt = () => {
+  if (stopRequested) return stopRequested();
+  if (interrupted) return;
+  interrupted = true;
+  failed = false;
+  say('\nInterrupted.');
+  void cleanup().then(() => process.exit(130));
+};
+
+process.once('SIGINT', onInterrupt);
+process.once('SIGTERM', onInterrupt);
+main(process.argv.slice(2)).then(
+  async (code) => {
+    await cleanup();
+    process.exit(code);
+  },
+  async (err: unknown) => {
+    failed = !(err instanceof UsageError);
+    process.stderr.write(`demo: ${err instanceof Error ? err.message : String(err)}\n`);
+    await cleanup();
+    process.exit(err instanceof UsageError ? 2 : 1);
+  },
+);

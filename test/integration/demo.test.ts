@@ -1,0 +1,59 @@
+/**
+ * `npm run demo -- --once` from start to end, on the control plane the suite runs (the demo
+ * reuses it and then leaves it as it found it): every step succeeds, the table, the served card
+ * URL and a verified signature are printed, and the demo's processes are gone afterwards.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { kubeConfig } from '../support/cluster.ts';
+import { repoRoot } from '../unit/helm/chart.ts';
+
+function runDemo(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(repoRoot, 'scripts', 'demo.ts'), ...args], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const timer = setTimeout(() => child.kill('SIGINT'), 240_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('npm run demo -- --once', () => {
+  it('runs every step, prints the table, the card URL and its verification, and cleans up', async () => {
+    const namespace = `demo-${randomBytes(4).toString('hex')}`;
+    const result = await runDemo(['--once', '--namespace', namespace]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const steps = [...result.stdout.matchAll(/^\[(\d+)\/(\d+)\] /gm)];
+    expect(steps.length).toBeGreaterThan(5);
+    expect(steps.at(-1)![1]).toBe(steps.at(-1)![2]);
+    expect(result.stdout).toMatch(/^NAME\s+READY\s+SIGNED\s+INTERFACES\s+VERSION\s+AGE/m);
+    expect(result.stdout).toMatch(/Served card:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json/);
+    expect(result.stdout).toMatch(/Verification:\s+\S*.*verified/i);
+    // It did not start the control plane, so it removed only its namespace.
+    expect(result.stdout).toContain(`delete namespace ${namespace}: done`);
+    const ns = await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .readNamespace({ name: namespace })
+      .catch((err: { code?: number }) => err.code);
+    expect(ns === 404 || (typeof ns === 'object' && ns.status?.phase === 'Terminating')).toBe(true);
+  }, 300_000);
+
+  it('fails with a clear message and a non-zero exit on a bad flag', async () => {
+    const result = await runDemo(['--frobnicate']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/^demo: .*frobnicate/);
+  });
+});

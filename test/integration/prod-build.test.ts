@@ -1,0 +1,302 @@
+/**
+ * The container image, without a container engine: its files are laid out the way the
+ * Dockerfile lays them out (production dependencies only), and its ENTRYPOINT runs on
+ * Node.js 24 under Node's permission model, which stands in for the image's limits: the
+ * file system is read-only but for /tmp, and no child process (so no shell) can be started.
+ * A runtime dependency that is only a devDependency, or a file the Dockerfile forgets to
+ * copy, fails here.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { buildImageLayout, node24, repoRoot, type ImageLayout } from './prod-build-image.ts';
+import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
+
+let out: string;
+let image: ImageLayout;
+let node: string;
+let writable: string;
+
+beforeAll(() => {
+  node = node24();
+  out = mkdtempSync(join(tmpdir(), 'agentcard-image-'));
+  writable = join(out, 'tmp');
+  mkdirSync(writable);
+  image = buildImageLayout(out, (dir) => {
+    // The build stage runs `npm ci` and then `npm prune --omit=dev`; `npm ci --omit=dev`
+    // leaves the same tree without installing the development dependencies first.
+    const result = spawnSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    if (result.status !== 0) {
+      const why = result.stderr
+        .split('\n')
+        .filter((l) => /npm error (code|Missing|\S.*lock file|404)/.test(l));
+      throw new Error(`npm ci --omit=dev failed:\n${why.slice(0, 6).join('\n')}`);
+    }
+  });
+}, 300_000);
+
+afterAll(() => {
+  if (out) rmSync(out, { recursive: true, force: true });
+});
+
+/** The image's command line: ENTRYPOINT + args, with its node replaced by Node.js 24. */
+function imageArgv(args: string[], readable: string[] = []): [string, string[]] {
+  const [bin, ...entry] = image.entrypoint;
+  expect(bin).toMatch(/\/node$/);
+  const app = join(image.rootDir, image.workdir);
+  const permission = [
+    '--permission',
+    ...[app + '/', ...readable].map((path) => `--allow-fs-read=${path}`),
+    `--allow-fs-write=${writable}/`,
+  ];
+  // Absolute paths in the ENTRYPOINT are paths inside the image.
+  const inImage = entry.map((a) => (a.startsWith('/') ? join(image.rootDir, a) : a));
+  return [node, [...permission, ...inImage, ...args]];
+}
+
+function runImage(args: string[], readable: string[] = []) {
+  const [bin, argv] = imageArgv(args, readable);
+  return spawnSync(bin, argv, {
+    cwd: join(image.rootDir, image.workdir),
+    env: imageEnv(),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
+function imageEnv(): NodeJS.ProcessEnv {
+  return { ...image.env, PATH: '/nonexistent', HOME: '/nonexistent', TMPDIR: writable };
+}
+
+describe('the Dockerfile', () => {
+  it('builds in stages, typechecks, and keeps production dependencies only', () => {
+    expect(image.buildRuns.join('\n')).toMatch(/npm ci\b/);
+    expect(image.buildRuns.join('\n')).toMatch(/tsc --noEmit/);
+    expect(image.buildRuns.join('\n')).toMatch(/npm prune --omit=dev/);
+  });
+
+  it('runs as a numeric non-root user with `agentcard operator` by default', () => {
+    expect(image.user).toMatch(/^[1-9][0-9]*(:[0-9]+)?$/);
+    expect(image.entrypoint.slice(1)).toEqual([`${image.workdir}/bin/agentcard.js`]);
+    expect(image.cmd).toEqual(['operator']);
+  });
+
+  it('holds no development dependency and no native addon', () => {
+    const modules = join(image.rootDir, image.workdir, 'node_modules');
+    const names = readdirSync(modules).flatMap((n) =>
+      n.startsWith('@') ? readdirSync(join(modules, n)).map((m) => `${n}/${m}`) : [n],
+    );
+    for (const dev of ['typescript', 'vitest', 'eslint', '@a2a-js/sdk', 'node', 'prettier'])
+      expect(names).not.toContain(dev);
+    expect(names).toContain('@kubernetes/client-node');
+    // A native addon would be built against the build image, not the distroless runtime.
+    const natives = readdirSync(modules, { recursive: true }).filter((p) =>
+      /\.node$|binding\.gyp$/.test(String(p)),
+    );
+    expect(natives).toEqual([]);
+  });
+});
+
+describe('the production build runs', () => {
+  it('agentcard --help', () => {
+    const r = runImage(['--help']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('operator');
+    expect(r.stdout).toContain('sidecar');
+  });
+
+  it('every subcommand loads and answers --help', () => {
+    const help = runImage(['--help']).stdout;
+    const commands = [...help.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1]!);
+    expect(commands.length).toBeGreaterThanOrEqual(8);
+    for (const command of commands) {
+      const r = runImage([command, '--help']);
+      expect(r.stderr, command).not.toMatch(
+        /ERR_MODULE_NOT_FOUND|Cannot find (package|module)|ERR_ACCESS_DENIED/,
+      );
+      expect(r.status, `${command} --help: ${r.stderr}`).toBe(0);
+      expect(r.stdout, command).toMatch(/--/);
+    }
+  });
+
+  it('agentcard sidecar serves a kubelet-style ConfigMap volume', async () => {
+    const dir = kubeletVolume(join(out, 'volume'), fixtureFiles());
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const [bin, argv] = imageArgv(
+      ['sidecar', '--dir', dir, '--port', String(port), '--metrics-port', String(metricsPort)],
+      [join(out, 'volume') + '/'],
+    );
+    const child = spawn(bin, argv, {
+      cwd: join(image.rootDir, image.workdir),
+      env: imageEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const res = await waitForOk(`http://127.0.0.1:${port}/.well-known/agent-card.json`, child);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.text()).toBe(fixtureFiles()['agent-card.json']);
+      const ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+      expect(ready.status).toBe(200);
+    } finally {
+      await stop(child);
+    }
+  });
+});
+
+describe('the production build against the control plane', () => {
+  let ns: TestNamespace;
+  beforeAll(async () => {
+    await applyYaml(readFileSync(join(repoRoot, 'crds', 'agentcard.dev_agentcards.yaml'), 'utf8'));
+    await waitForCrdEstablished('agentcards.agentcard.dev');
+    ns = await createTestNamespace('prod-build');
+  });
+  afterAll(async () => {
+    await ns?.cleanup();
+  });
+
+  it('agentcard operator reconciles an AgentCard, then stops cleanly on SIGTERM', async () => {
+    const metricsPort = await freePort();
+    const [bin, argv] = imageArgv(
+      [
+        'operator',
+        `--kubeconfig=${kubeconfigPath()}`,
+        `--namespace=${ns.name}`,
+        '--no-leader-elect',
+        `--metrics-port=${metricsPort}`,
+        '--bind-address=127.0.0.1',
+        '--webhook-port=0',
+        '--no-probes',
+      ],
+      [kubeconfigPath()],
+    );
+    const child = spawn(bin, argv, {
+      cwd: join(image.rootDir, image.workdir),
+      env: { ...imageEnv(), POD_NAMESPACE: ns.name },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      await waitForOk(`http://127.0.0.1:${metricsPort}/readyz`, child);
+      await applyYaml(
+        `apiVersion: agentcard.dev/v1alpha1
+kind: AgentCard
+metadata: {name: prod-build, namespace: ${ns.name}}
+spec:
+  card: ${JSON.stringify(JSON.parse(fixtureFiles()['agent-card.json']!))}
+`,
+      );
+      const core = kubeConfig().makeApiClient(CoreV1Api);
+      const deadline = Date.now() + 30_000;
+      let published: string | undefined;
+      while (!published && Date.now() < deadline) {
+        published = await core
+          .readNamespacedConfigMap({ name: 'prod-build-agent-card', namespace: ns.name })
+          .then((cm) => cm.data?.['agent-card.json'])
+          .catch(() => undefined);
+        if (!published) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(JSON.parse(published ?? '{}')).toMatchObject({ name: 'Prod build agent', version: '1.0.0' });
+    } finally {
+      const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
+    }
+  });
+});
+
+/** A v1.0 card as the controller publishes it (unsigned), and its companions. */
+function fixtureFiles(): Record<string, string> {
+  const card = {
+    name: 'Prod build agent',
+    description: 'Fixture for the production build test',
+    version: '1.0.0',
+    supportedInterfaces: [
+      { url: 'https://agent.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
+    capabilities: {},
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [{ id: 'echo', name: 'Echo', description: 'Echoes text', tags: ['echo'] }],
+  };
+  const v03 = {
+    name: card.name,
+    description: card.description,
+    version: card.version,
+    protocolVersion: '0.3.0',
+    url: 'https://agent.example.com/a2a',
+    preferredTransport: 'JSONRPC',
+    capabilities: {},
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: card.skills,
+  };
+  return {
+    'agent-card.json': JSON.stringify(card),
+    'agent.json': JSON.stringify(v03),
+    'jwks.json': '{"keys":[]}',
+    'cache-max-age-seconds': '300',
+  };
+}
+
+/** Lays files out the way the kubelet does for a ConfigMap volume: `..data` -> timestamped dir. */
+export function kubeletVolume(dir: string, files: Record<string, string>): string {
+  const stamp = `..2026_01_01_00_00_00.000000001`;
+  mkdirSync(join(dir, stamp), { recursive: true });
+  for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, stamp, name), body);
+  symlinkSync(stamp, join(dir, '..data'));
+  for (const name of Object.keys(files)) symlinkSync(join('..data', name), join(dir, name));
+  return dir;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForOk(url: string, child: ChildProcess): Promise<Response> {
+  let stderr = '';
+  child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}: ${stderr.slice(-2000)}`);
+    try {
+      const res = await fetch(url);
+      if (res.ok) return res;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} not ready within 20 s: ${stderr.slice(-2000)}`);
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+  });
+}

@@ -1,0 +1,177 @@
+/**
+ * The Argo CD health check for AgentCard that the README documents, run in a real Lua VM
+ * (fengari) the way Argo CD runs it: the script is a function body with a global `obj`
+ * returning `{status, message}`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { lauxlib, lua, lualib, to_luastring } from 'fengari';
+import { parse } from 'yaml';
+import { repoRoot } from './chart.ts';
+
+function healthScript(): string {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const block = /<!-- argocd-health:start -->\s*```yaml\n([\s\S]*?)```\s*<!-- argocd-health:end -->/.exec(
+    readme,
+  );
+  if (!block) throw new Error('README.md has no argocd-health block');
+  const cm = parse(block[1]!) as { data: Record<string, string> };
+  const script = cm.data['resource.customizations.health.agentcard.dev_AgentCard'];
+  if (!script)
+    throw new Error('the argocd-health block has no health customization for agentcard.dev_AgentCard');
+  return script;
+}
+
+/** A JSON value as a Lua table constructor (arrays 1-based, so ipairs works; null -> nil). */
+function toLua(value: unknown): string {
+  if (value === null || value === undefined) return 'nil';
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return `{${value.map(toLua).join(', ')}}`;
+  const entries = Object.entries(value as Record<string, unknown>).filter(
+    ([, v]) => v !== null && v !== undefined,
+  );
+  return `{${entries.map(([k, v]) => `[${JSON.stringify(k)}] = ${toLua(v)}`).join(', ')}}`;
+}
+
+function health(obj: unknown): { status: string; message: string } {
+  const L = lauxlib.luaL_newstate();
+  lualib.luaL_openlibs(L);
+  try {
+    const code = `obj = ${toLua(obj)}\nlocal hs = (function()\n${healthScript()}\nend)()\nreturn hs.status, hs.message`;
+    if (lauxlib.luaL_dostring(L, to_luastring(code)) !== lua.LUA_OK) {
+      throw new Error(`Lua error: ${lua.lua_tojsstring(L, -1)}`);
+    }
+    return { status: lua.lua_tojsstring(L, -2) ?? '', message: lua.lua_tojsstring(L, -1) ?? '' };
+  } finally {
+    lua.lua_close(L);
+  }
+}
+
+type Condition = { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string };
+function card(generation: number, status?: { observedGeneration?: number; conditions?: Condition[] }) {
+  return {
+    apiVersion: 'agentcard.dev/v1alpha1',
+    kind: 'AgentCard',
+    metadata: { name: 'a', generation },
+    status,
+  };
+}
+const ok = (type: string): Condition => ({ type, status: 'True', reason: 'Ok', message: `${type} ok` });
+
+describe('Argo CD health check for AgentCard (README)', () => {
+  it('is Progressing before the operator wrote any status', () => {
+    expect(health(card(1))).toEqual({
+      status: 'Progressing',
+      message: 'Waiting for the operator to reconcile',
+    });
+  });
+
+  it('is Progressing while the status describes an older generation', () => {
+    const h = health(card(3, { observedGeneration: 2, conditions: [ok('Ready')] }));
+    expect(h.status).toBe('Progressing');
+    expect(h.message).toContain('generation 3');
+  });
+
+  it('is Healthy when Ready is True for the current generation', () => {
+    const conditions = ['Accepted', 'Signed', 'Published', 'InterfacesReachable', 'Ready'].map(ok);
+    expect(health(card(2, { observedGeneration: 2, conditions }))).toEqual({
+      status: 'Healthy',
+      message: 'Ready ok',
+    });
+  });
+
+  it('is Degraded, naming the failing condition, for an invalid spec or a missing key', () => {
+    const h = health(
+      card(1, {
+        observedGeneration: 1,
+        conditions: [
+          ok('Accepted'),
+          {
+            type: 'Signed',
+            status: 'False',
+            reason: 'SigningKeyNotFound',
+            message: 'Secret demo-key not found',
+          },
+          { type: 'Ready', status: 'False', reason: 'NotSigned', message: 'not signed' },
+        ],
+      }),
+    );
+    expect(h).toEqual({ status: 'Degraded', message: 'Signed: Secret demo-key not found' });
+  });
+
+  it('is Progressing while the interfaces have not been probed yet', () => {
+    const h = health(
+      card(1, {
+        observedGeneration: 1,
+        conditions: [
+          ok('Accepted'),
+          ok('Signed'),
+          ok('Published'),
+          {
+            type: 'InterfacesReachable',
+            status: 'Unknown',
+            reason: 'NotProbed',
+            message: 'waiting for the first probe',
+          },
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: 'InterfacesUnknown',
+            message: 'interfaces not probed yet',
+          },
+        ],
+      }),
+    );
+    expect(h).toEqual({ status: 'Progressing', message: 'InterfacesReachable: waiting for the first probe' });
+  });
+
+  it('does not count an unsigned card (no spec.signing) as a failure', () => {
+    const unsigned: Condition = {
+      type: 'Signed',
+      status: 'False',
+      reason: 'SigningNotConfigured',
+      message: 'unsigned (no spec.signing)',
+    };
+    const pending: Condition = { type: 'InterfacesReachable', status: 'Unknown', message: 'not probed yet' };
+    const notReady: Condition = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'InterfacesUnknown',
+      message: 'waiting',
+    };
+    expect(
+      health(
+        card(1, {
+          observedGeneration: 1,
+          conditions: [ok('Accepted'), unsigned, ok('Published'), pending, notReady],
+        }),
+      ),
+    ).toEqual({ status: 'Progressing', message: 'InterfacesReachable: not probed yet' });
+    expect(
+      health(
+        card(1, {
+          observedGeneration: 1,
+          conditions: [ok('Accepted'), unsigned, ok('Published'), ok('Ready')],
+        }),
+      ),
+    ).toEqual({ status: 'Healthy', message: 'Ready ok' });
+  });
+
+  it('is Degraded when an interface does not speak its binding', () => {
+    const h = health(
+      card(1, {
+        observedGeneration: 1,
+        conditions: [
+          ok('Accepted'),
+          ok('Signed'),
+          ok('Published'),
+          { type: 'InterfacesReachable', status: 'False', reason: 'Unreachable', message: '2/3 reachable' },
+          { type: 'Ready', status: 'False', reason: 'InterfacesUnreachable', message: '2/3 reachable' },
+        ],
+      }),
+    );
+    expect(h).toEqual({ status: 'Degraded', message: 'InterfacesReachable: 2/3 reachable' });
+  });
+});

@@ -1,0 +1,51 @@
+/**
+ * The command line the chart gives the operator is one `agentcard operator` accepts, in every
+ * main combination of values (the flags are parsed by the operator's own parser).
+ */
+import { describe, expect, it } from 'vitest';
+import { parseOperatorFlags } from '../../../operator/cli/commands/operator.ts';
+import { render } from './chart.ts';
+
+type Deployment = {
+  spec: { template: { spec: { containers: { name: string; args: string[] }[] } } };
+};
+
+const combos: Record<string, Record<string, unknown>> = {
+  defaults: {},
+  'namespace-scoped': { watchNamespaces: ['team-a', 'team-b'] },
+  'cert-manager': { webhook: { certificate: { mode: 'cert-manager' } } },
+  'no webhook, no probes, no leader election': {
+    webhook: { enabled: false },
+    probes: { enabled: false },
+    leaderElection: { enabled: false },
+    replicas: 1,
+  },
+  'probe allow-list and a forced sidecar mode': {
+    probes: { allowCidrs: ['10.0.0.0/8'], concurrency: 16 },
+    sidecar: { mode: 'native' },
+  },
+};
+
+describe('the chart passes flags agentcard operator accepts', () => {
+  for (const [name, values] of Object.entries(combos)) {
+    it(name, async () => {
+      const deployment = (await render(values)).one('Deployment') as unknown as Deployment;
+      const [command, ...flags] = deployment.spec.template.spec.containers.find(
+        (c) => c.name === 'operator',
+      )!.args;
+      expect(command).toBe('operator');
+      const parsed = parseOperatorFlags(flags, { POD_NAMESPACE: 'agentcard-system' });
+      expect(parsed).not.toBe('help');
+      if (parsed === 'help') return;
+      expect(parsed.namespaces).toEqual((values.watchNamespaces as string[] | undefined) ?? []);
+      expect(parsed.probes).toBe((values.probes as { enabled?: boolean } | undefined)?.enabled ?? true);
+      expect(parsed.webhook.port).toBe(
+        (values.webhook as { enabled?: boolean } | undefined)?.enabled === false ? 0 : 9443,
+      );
+    });
+  }
+
+  it('a misspelt flag would be caught (the parser is strict)', () => {
+    expect(() => parseOperatorFlags(['--leader-elektion'], {})).toThrow(/leader-elektion/);
+  });
+});
