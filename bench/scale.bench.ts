@@ -28,12 +28,12 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
   V1MicroTime,
+  loadAllYaml,
   makeInformer,
   type KubernetesListObject,
   setHeaderOptions,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { parse } from 'yaml';
 import { CRD_FILE } from '../operator/card/crd.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
 import { GROUP, PLURAL, VERSION } from '../operator/card/resource.ts';
@@ -430,12 +430,13 @@ async function main(): Promise<void> {
   poolConnections(kc);
   const namespaces: string[] = [];
   try {
-    const crd = parse(readFileSync(join(root, CRD_FILE), 'utf8')) as KubernetesObject;
+    // loadAllYaml gives client-node's typed model, which keeps the CRD's CEL rules and enums.
+    const [crd] = loadAllYaml(readFileSync(join(root, CRD_FILE), 'utf8')) as KubernetesObject[];
     await KubernetesObjectApi.makeApiClient(kc).patch(
-      crd,
+      crd!,
       undefined,
       undefined,
-      'bench',
+      'agentcard-tests',
       true,
       PatchStrategy.ServerSideApply,
     );

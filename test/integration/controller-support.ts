@@ -5,22 +5,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
-import {
-  ApiextensionsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type KubeConfig,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
-import { parse } from 'yaml';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { CRD_FILE } from '../../operator/card/crd.ts';
 import { GROUP, PLURAL, VERSION } from '../../operator/card/resource.ts';
 import { parseOperatorFlags } from '../../operator/cli/commands/operator.ts';
 import { runOperator } from '../../operator/controller/main.ts';
 import { createLogger } from '../../operator/log.ts';
+import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
 import { kubeconfigPath } from '../support/cluster.ts';
 
 export const repoRoot = resolve(import.meta.dirname, '..', '..');
@@ -52,22 +44,14 @@ export async function waitFor<T>(
   }
 }
 
-/** Installs (server-side applies) the generated AgentCard CRD and waits until it is served. */
+/**
+ * Installs (server-side applies) the generated AgentCard CRD and waits until it is served. Goes
+ * through test/support's applyYaml, which keeps the CEL rules and enums (a raw object through
+ * KubernetesObjectApi would lose them) and uses the same field manager as the other tests.
+ */
 export async function installCrd(kc: KubeConfig): Promise<void> {
-  const crd = parse(readFileSync(join(repoRoot, CRD_FILE), 'utf8')) as KubernetesObject;
-  await KubernetesObjectApi.makeApiClient(kc).patch(
-    crd,
-    undefined,
-    undefined,
-    'agentcard-tests',
-    true,
-    PatchStrategy.ServerSideApply,
-  );
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  await waitFor('the AgentCard CRD to be established', async () => {
-    const got = await ext.readCustomResourceDefinition({ name: `${PLURAL}.${GROUP}` });
-    return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-  });
+  await applyYaml(readFileSync(join(repoRoot, CRD_FILE), 'utf8'), { kc });
+  await waitForCrdEstablished(`${PLURAL}.${GROUP}`, 30_000, kc);
 }
 
 export function sampleCard(version = '1.0.0', extra: Record<string, unknown> = {}): Record<string, unknown> {
