@@ -9,6 +9,8 @@
  * - an owned ConfigMap changes or disappears (not the echo of the controller's own apply);
  * - a Secret labelled agentcard.dev/signing-key=true that an AgentCard references changes;
  * - a probe verdict changes (probe wiring);
+ * - a Pod that asks for the card (annotation agentcard.dev/inject) appears, goes, or gains or
+ *   loses the sidecar (status.serving);
  * - the periodic resync (every AgentCard, e.g. every 10 minutes), which also picks up rotations of
  *   unlabelled Secrets.
  *
@@ -16,7 +18,7 @@
  * returned is kept as an overlay until the cache moves past the version the write started from,
  * so a reconcile that runs in between does not write the same thing twice.
  */
-import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../card/resource.ts';
 import type { Logger } from '../log.ts';
 import {
@@ -25,6 +27,7 @@ import {
   collectionPath,
   listConfigMaps,
   listCustomObjects,
+  listPods,
   listSecrets,
   readSecret,
   type Clients,
@@ -39,6 +42,8 @@ import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue } from './workqueue.ts';
+import { INJECT_ANNOTATION } from '../webhook/mutate.ts';
+import { hasSidecar, requestedCard, summarizeServing } from '../webhook/serving.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
@@ -61,7 +66,35 @@ type Informers = {
   cards: ResilientInformer<AgentCardObject & KubernetesObject>;
   configMaps: ResilientInformer<V1ConfigMap>;
   secrets: ResilientInformer<V1Secret>;
+  pods: ResilientInformer<V1Pod>;
 };
+
+/**
+ * What status.serving needs of a Pod, trimmed in place before it is cached: the operator may
+ * watch every Pod of the cluster, so it keeps only names, the inject annotation and the phase.
+ */
+function trimPod(pod: V1Pod): void {
+  const m = pod.metadata ?? {};
+  const inject = m.annotations?.[INJECT_ANNOTATION];
+  pod.metadata = {
+    name: m.name,
+    namespace: m.namespace,
+    resourceVersion: m.resourceVersion,
+    ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
+    ...(inject !== undefined ? { annotations: { [INJECT_ANNOTATION]: inject } } : {}),
+  };
+  const names = (list: Array<{ name: string }> | undefined) => (list ?? []).map((c) => ({ name: c.name }));
+  pod.spec = {
+    containers: names(pod.spec?.containers),
+    ...(pod.spec?.initContainers ? { initContainers: names(pod.spec.initContainers) } : {}),
+  };
+  pod.status = pod.status?.phase ? { phase: pod.status.phase } : {};
+}
+
+/** The part of a trimmed Pod that status.serving depends on. */
+function servingState(pod: V1Pod): string {
+  return `${pod.status?.phase ?? ''}|${pod.metadata?.deletionTimestamp ? 'deleting' : ''}|${hasSidecar(pod)}`;
+}
 
 interface Overlay<T> {
   /** resourceVersion of the cached object when the write started (undefined: it did not exist). */
@@ -89,6 +122,9 @@ export class Controller {
   private readonly seenSecretVersion = new Map<string, string>();
   private readonly cardOverlays = new Map<string, Overlay<AgentCardObject>>();
   private readonly configMapOverlays = new Map<string, Overlay<V1ConfigMap>>();
+  /** Pods asking for each card (card key -> pod key -> trimmed Pod), and the reverse. */
+  private readonly podsByCard = new Map<string, Map<string, V1Pod>>();
+  private readonly cardOfPod = new Map<string, { card: string; state: string }>();
   private started = false;
   private stopping = false;
 
@@ -139,6 +175,15 @@ export class Controller {
       log,
     });
 
+    const pods = new ResilientInformer<V1Pod>({
+      name: `pods/${scope}`,
+      kubeConfig: kc,
+      path: collectionPath('/api/v1', 'pods', namespace),
+      list: listPods(clients, namespace),
+      log,
+      trim: trimPod,
+    });
+
     cards.on('add', (obj) => this.onCard(obj, true));
     cards.on('update', (obj) => this.onCard(obj, false));
     cards.on('delete', (obj) => this.onCardDeleted(obj));
@@ -148,11 +193,14 @@ export class Controller {
     secrets.on('add', (obj) => this.onSecret(obj, false));
     secrets.on('update', (obj) => this.onSecret(obj, false));
     secrets.on('delete', (obj) => this.onSecret(obj, true));
-    return { cards, configMaps, secrets };
+    pods.on('add', (obj) => this.onPod(obj, false));
+    pods.on('update', (obj) => this.onPod(obj, false));
+    pods.on('delete', (obj) => this.onPod(obj, true));
+    return { cards, configMaps, secrets, pods };
   }
 
   private all(): Array<ResilientInformer<KubernetesObject>> {
-    return [...this.informers.values()].flatMap((i) => [i.cards, i.configMaps, i.secrets]) as Array<
+    return [...this.informers.values()].flatMap((i) => [i.cards, i.configMaps, i.secrets, i.pods]) as Array<
       ResilientInformer<KubernetesObject>
     >;
   }
@@ -245,6 +293,29 @@ export class Controller {
     this.enqueue(cardKey(namespace, owner));
   }
 
+  private onPod(pod: V1Pod, deleted: boolean): void {
+    const namespace = pod.metadata?.namespace ?? '';
+    const podKey = cardKey(namespace, pod.metadata?.name ?? '');
+    const requested = deleted ? undefined : requestedCard(pod, namespace);
+    const card = requested ? cardKey(namespace, requested) : undefined;
+    const previous = this.cardOfPod.get(podKey);
+    const state = servingState(pod);
+    if (previous && previous.card !== card) {
+      this.podsByCard.get(previous.card)?.delete(podKey);
+      this.enqueue(previous.card);
+    }
+    if (!card) {
+      this.cardOfPod.delete(podKey);
+      return;
+    }
+    let pods = this.podsByCard.get(card);
+    if (!pods) this.podsByCard.set(card, (pods = new Map()));
+    pods.set(podKey, pod);
+    this.cardOfPod.set(podKey, { card, state });
+    // Status churn of a Pod (conditions, restarts) does not change what status.serving says.
+    if (previous?.card !== card || previous.state !== state) this.enqueue(card);
+  }
+
   private onSecret(obj: V1Secret, deleted: boolean): void {
     const key = cardKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
     const rv = obj.metadata?.resourceVersion ?? '';
@@ -325,6 +396,7 @@ export class Controller {
       interfaces: (spec: AgentCardSpec | undefined) =>
         this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
       now: new Date(),
+      serving: summarizeServing({ name, namespace }, [...(this.podsByCard.get(key)?.values() ?? [])]),
     };
     let plan = await planReconcile(input);
     log.debug('planned', {

@@ -28,6 +28,7 @@ import {
   type LiveConfigMap,
   type PublishedFiles,
 } from './configmap.ts';
+import { servingMessage, type ServingSummary } from '../webhook/serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
 import { reusableSignedCard } from './resign.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
@@ -75,6 +76,8 @@ export interface PlanInput {
   now: Date;
   /** Set when applying the planned ConfigMap failed: plan again with Published=False. */
   publishError?: string;
+  /** The Pods that ask for this card (status.serving); undefined: not reported. */
+  serving?: ServingSummary;
 }
 
 export interface Plan {
@@ -228,6 +231,24 @@ function keep(previous: Condition | undefined, fallback: ConditionInput): Condit
   };
 }
 
+/** A warning when the set of Pods running without the sidecar grows or changes (not when it empties). */
+function servingEvents(
+  before: ServingSummary | undefined,
+  after: ServingSummary | undefined,
+): PlannedEvent[] {
+  if (!after || after.podsMissingSidecar === 0) return [];
+  if (
+    before &&
+    before.podsMissingSidecar === after.podsMissingSidecar &&
+    before.missing.join() === after.missing.join()
+  ) {
+    return [];
+  }
+  return [
+    { type: 'Warning', reason: 'PodsMissingSidecar', action: 'Serve', message: servingMessage(after)! },
+  ];
+}
+
 export async function planReconcile(input: PlanInput): Promise<Plan> {
   const { resource, now } = input;
   const { name, namespace, uid } = resource.metadata;
@@ -242,6 +263,10 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   });
 
   const next: ConditionInput[] = [];
+  // Pods that ask for this card but run without the sidecar (the webhook's failurePolicy is
+  // Ignore): named in the Published message and reported in status.serving.
+  const missingPods = input.serving ? servingMessage(input.serving) : undefined;
+  const servingNote = missingPods ? `; ${missingPods}` : '';
   let spec: AgentCardSpec | undefined;
   let configMap: ConfigMapObject | undefined;
   let card = previous.card;
@@ -323,7 +348,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
             {
               status: 'True',
               reason: 'Published',
-              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)`,
+              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${servingNote}`,
             },
             'Published',
           ),
@@ -348,6 +373,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     ...(verdict.reachableInterfaces !== undefined
       ? { reachableInterfaces: verdict.reachableInterfaces }
       : {}),
+    ...(input.serving ? { serving: input.serving } : {}),
   };
   const ready = getCondition(conditions, 'Ready')!.status;
   return {
@@ -356,10 +382,13 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     configMap,
     status,
     statusChanged: statusChanged(resource.status, status),
-    events: plannedEvents(prevConditions, conditions, {
-      digestBefore: previous.card?.digest,
-      digestAfter: card?.digest,
-    }),
+    events: [
+      ...plannedEvents(prevConditions, conditions, {
+        digestBefore: previous.card?.digest,
+        digestAfter: card?.digest,
+      }),
+      ...servingEvents(previous.serving, input.serving),
+    ],
     ready,
     signingNote,
   };

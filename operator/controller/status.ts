@@ -1,7 +1,7 @@
 /**
  * The part of AgentCard.status the controller owns, and the comparison that decides whether a
  * status write is needed. The controller applies exactly these fields with server-side apply, so
- * fields other writers own (for example `status.serving`) are neither copied nor removed.
+ * fields other writers might add are neither copied nor removed.
  */
 import type { AgentCardStatus } from '../card/resource.ts';
 import type { Condition } from './types.ts';
@@ -13,6 +13,7 @@ export const OWNED_STATUS_FIELDS = [
   'signatures',
   'interfaces',
   'reachableInterfaces',
+  'serving',
 ] as const;
 
 /** The controller-owned part of AgentCard.status (the schema's fields, conditions always with observedGeneration). */

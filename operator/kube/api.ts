@@ -16,6 +16,7 @@ import {
   type KubernetesObject,
   type V1ConfigMap,
   type V1Lease,
+  type V1Pod,
   type V1Secret,
 } from '@kubernetes/client-node';
 import { isNotFound } from './errors.ts';
@@ -111,6 +112,14 @@ export function listConfigMaps(
     namespace
       ? clients.core.listNamespacedConfigMap({ namespace, labelSelector })
       : clients.core.listConfigMapForAllNamespaces({ labelSelector });
+}
+
+export function listPods(
+  clients: Clients,
+  namespace: string | undefined,
+): () => Promise<KubernetesListObject<V1Pod>> {
+  return () =>
+    namespace ? clients.core.listNamespacedPod({ namespace }) : clients.core.listPodForAllNamespaces();
 }
 
 export function listSecrets(

@@ -36,6 +36,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   backoff?: BackoffOptions;
   /** After this long without an error, the backoff starts again from its base. */
   healthyAfterMs?: number;
+  /** Trims each object in place before it is cached and handed to handlers (keep only what is read). */
+  trim?: (obj: T) => void;
 }
 
 export class ResilientInformer<T extends KubernetesObject> {
@@ -62,6 +64,10 @@ export class ResilientInformer<T extends KubernetesObject> {
     // (server-side apply bookkeeping) are often the larger half of an object and never read here.
     this.inner.on('add', dropManagedFields);
     this.inner.on('update', dropManagedFields);
+    if (opts.trim) {
+      this.inner.on('add', opts.trim);
+      this.inner.on('update', opts.trim);
+    }
   }
 
   on(verb: 'add' | 'update' | 'delete', handler: ObjectHandler<T>): void {

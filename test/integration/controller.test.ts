@@ -276,13 +276,51 @@ describe('controller: reconcile on the real API server', () => {
     expect(JSON.parse(cm.data!['agent-card.json']!).signatures).toBeUndefined();
   });
 
+  it('reports Pods that ask for the card without the sidecar in status.serving', async () => {
+    const pod = (name: string, containers: string[]) => ({
+      metadata: { name, annotations: { 'agentcard.dev/inject': 'open' } },
+      spec: { containers: containers.map((c) => ({ name: c, image: 'registry.example/agent:1' })) },
+    });
+    await api.core.createNamespacedPod({ namespace: ns.name, body: pod('agent-a', ['agent']) });
+    await api.core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('agent-b', ['agent', 'agentcard-sidecar']),
+    });
+    const card = await waitFor('status.serving with both Pods', async () => {
+      const c = await api.getCard(ns.name, 'open');
+      const serving = (c?.status as { serving?: { podsRequesting: number } } | undefined)?.serving;
+      return serving?.podsRequesting === 2 ? c : undefined;
+    });
+    expect((card.status as Record<string, unknown>).serving).toEqual({
+      podsRequesting: 2,
+      podsMissingSidecar: 1,
+      missing: ['agent-a'],
+    });
+    expect(condition(card, 'Published')!.message).toContain(
+      '1 of 2 Pods requesting this card run without the sidecar',
+    );
+    const warning = await waitFor('a PodsMissingSidecar event', async () =>
+      (await api.events(ns.name, 'open')).find((e) => e.reason === 'PodsMissingSidecar'),
+    );
+    expect(warning).toMatchObject({ type: 'Warning', message: expect.stringContaining('agent-a') });
+
+    await api.core.deleteNamespacedPod({ namespace: ns.name, name: 'agent-a', gracePeriodSeconds: 0 });
+    await waitFor('the Pod gone from status.serving', async () => {
+      const c = await api.getCard(ns.name, 'open');
+      const serving = (c?.status as { serving?: { podsMissingSidecar: number } } | undefined)?.serving;
+      return serving?.podsMissingSidecar === 0 && !condition(c, 'Published')!.message.includes('sidecar');
+    });
+  });
+
   it('lets the garbage collector delete the ConfigMap with its AgentCard', async () => {
     expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeDefined();
     await api.deleteCard(ns.name, 'late');
+    // kube-controller-manager's garbage collector starts watching a new CRD's objects on its next
+    // discovery resync (every 30 s), so on a fresh control plane this can take a while.
     await waitFor(
       'the ConfigMap to be garbage-collected',
       async () => !(await api.getConfigMap(ns.name, 'late-agent-card')),
-      30_000,
+      90_000,
     );
   });
 });

@@ -231,3 +231,40 @@ describe('planReconcile', () => {
     expect(plan.configMap).toBeUndefined();
   });
 });
+
+describe('planReconcile: status.serving', () => {
+  it('reports Pods without the sidecar in status.serving, the Published message and one warning', async () => {
+    const serving = { podsRequesting: 2, podsMissingSidecar: 1, missing: ['agent-7'] };
+    const plan = await planReconcile(input(resource({ card: card() }), {}, { serving }));
+    expect(plan.status.serving).toEqual(serving);
+    expect(String(cond(plan, 'Published')!.message)).toContain(
+      '1 of 2 Pods requesting this card run without the sidecar',
+    );
+    expect(String(cond(plan, 'Published')!.message)).toContain('agent-7');
+    expect(plan.events.map((e) => `${e.type}/${e.reason}`)).toEqual([
+      'Normal/Published',
+      'Warning/PodsMissingSidecar',
+    ]);
+    // Nothing new: no event; all Pods fixed: no event either, and the message is clean again.
+    const again = await planReconcile(
+      input(
+        resource({ card: card() }, 1, plan.status),
+        {},
+        { serving, liveConfigMap: plan.configMap, now: later },
+      ),
+    );
+    expect(again.events).toEqual([]);
+    expect(again.statusChanged).toBe(false);
+    const fixed = { podsRequesting: 2, podsMissingSidecar: 0, missing: [] };
+    const healed = await planReconcile(
+      input(
+        resource({ card: card() }, 1, plan.status),
+        {},
+        { serving: fixed, liveConfigMap: plan.configMap, now: later },
+      ),
+    );
+    expect(healed.events).toEqual([]);
+    expect(healed.status.serving).toEqual(fixed);
+    expect(String(cond(healed, 'Published')!.message)).not.toContain('sidecar');
+  });
+});

@@ -18,7 +18,7 @@ const cond = {
 describe('status diff', () => {
   it('ignores key order and fields owned by other writers', () => {
     const live = {
-      serving: { podsRequesting: 2, podsMissingSidecar: 0, missing: [] },
+      someoneElses: { note: 'not ours' },
       reachableInterfaces: '1/1',
       conditions: [{ ...cond }],
       observedGeneration: 1,
@@ -47,7 +47,7 @@ describe('status diff', () => {
   it('the apply body carries only identity and owned fields', () => {
     const body = statusApplyBody(
       { apiVersion: 'agentcard.dev/v1alpha1', kind: 'AgentCard', name: 'a', namespace: 'ns' },
-      { observedGeneration: 3, ...({ serving: { podsRequesting: 1 } } as object) },
+      { observedGeneration: 3, ...({ someoneElses: { note: 'not ours' } } as object) },
     );
     expect(body).toEqual({
       apiVersion: 'agentcard.dev/v1alpha1',
