@@ -5,7 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { UserError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { describeApiError } from '../kube/errors.ts';
 import { createRegistry } from '../metrics/registry.ts';
 import { makeClients } from '../kube/api.ts';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
@@ -97,6 +99,10 @@ export async function runOperator(
           sidecarMode: flags.webhook.sidecarMode,
           logger: log,
           registry,
+        }).catch((err: unknown) => {
+          // A usage error stays as it is; an API error becomes one readable line.
+          if (err instanceof UserError) throw err;
+          throw new Error(`starting the admission webhook failed: ${describeApiError(err)}`);
         });
 
   let elector: LeaderElector | undefined;
