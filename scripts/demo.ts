@@ -178,6 +178,8 @@ async function main(argv: string[]): Promise<number> {
         'apply',
         '--server-side',
         '--field-manager=agentcard-demo',
+        // The CRD in this checkout wins over whatever applied an older one (a test, helm).
+        '--force-conflicts',
         '-f',
         join(repoRoot, 'crds'),
       ]);
