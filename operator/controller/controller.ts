@@ -344,7 +344,6 @@ export class Controller {
         const stored = await applyConfigMap(this.opts.clients, plan.configMap);
         delete stored.metadata?.managedFields;
         this.configMapOverlays.set(cardKey(namespace, cmName), { before, object: stored });
-        log.info('published ConfigMap', { configMap: cmName, digest: plan.status.card?.digest });
       } catch (err) {
         publishError = err;
         log.warn('publishing the ConfigMap failed', { configMap: cmName, error: describeApiError(err) });
@@ -364,13 +363,23 @@ export class Controller {
         )) as AgentCardObject & KubernetesObject;
         delete stored.metadata?.managedFields;
         this.cardOverlays.set(key, { before: resource.metadata.resourceVersion, object: stored });
-        log.info('status updated', { generation, ready: plan.ready });
       } catch (err) {
         if (isNotFound(err)) return; // deleted meanwhile
         throw err;
       }
     }
 
+    if ((plan.configMap && !publishError) || plan.statusChanged) {
+      // One line per reconcile that wrote something; nothing for the ones that found all in order.
+      log.info('reconciled', {
+        generation,
+        ready: plan.ready,
+        wrote: [plan.configMap && !publishError ? 'configmap' : '', plan.statusChanged ? 'status' : '']
+          .filter(Boolean)
+          .join('+'),
+        ...(plan.configMap && !publishError ? { digest: plan.status.card?.digest } : {}),
+      });
+    }
     const regarding = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: resource.metadata.uid };
     for (const event of plan.events) this.opts.events.record(regarding, event);
     this.opts.metrics.setCard(namespace, name, {

@@ -16,6 +16,7 @@ import { startHealthServer } from './http.ts';
 import { DEFAULT_TIMING, LeaderElector } from './leader.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { noProbes, probeWiring, type ProbeHooks } from './probes.ts';
+import { startWebhook } from '../webhook/server.ts';
 
 export interface OperatorConfig {
   kubeconfig?: string;
@@ -77,13 +78,26 @@ export async function runOperator(
         requeue: (key) => controller?.requeue(key),
       })
     : noProbes();
-  // TODO(webhook): start operator/webhook's startWebhook(flags.webhook, ...) here once it lands;
-  // until then the webhook and sidecar flags are parsed and validated but unused.
-  if (flags.webhook.port !== 0) {
-    log.warn('the admission webhook is not part of this build yet; --webhook-* flags are ignored', {
-      webhookPort: flags.webhook.port,
-    });
-  }
+  // The Pod admission webhook runs on every replica, leader or not (the API server calls any of
+  // them through the Service). Started first: a bad webhook setting stops the process at once.
+  const webhook =
+    flags.webhook.port === 0
+      ? undefined
+      : await startWebhook({
+          kubeConfig: kc,
+          port: flags.webhook.port,
+          host: flags.bindAddress,
+          certMode: flags.webhook.certMode,
+          certDir: flags.webhook.certDir,
+          secretName: flags.webhook.secret,
+          serviceName: flags.webhook.service,
+          webhookConfigName: flags.webhook.config,
+          operatorNamespace: flags.operatorNamespace ?? contextNamespace(kc) ?? 'default',
+          sidecarImage: flags.webhook.sidecarImage,
+          sidecarMode: flags.webhook.sidecarMode,
+          logger: log,
+          registry,
+        });
 
   let elector: LeaderElector | undefined;
   const health = await startHealthServer({
@@ -178,6 +192,7 @@ export async function runOperator(
       await new Promise((r) => opts.signal.addEventListener('abort', r, { once: true }));
     await stopController();
   }
+  await webhook?.close();
   await health.close();
   log.info('operator stopped', { exitCode });
   return exitCode;

@@ -138,7 +138,7 @@ describe('two operator processes', () => {
       'card one Ready',
       async () => condition(await api.getCard(ns.name, 'one'), 'Ready')?.status === 'True',
     );
-    expect(standby.lines.some((l) => l.includes('"msg":"status updated"'))).toBe(false);
+    expect(standby.lines.some((l) => l.includes('"msg":"reconciled"'))).toBe(false);
 
     // Kill the leader: the standby takes over after the lease expires (4 s).
     const t0 = Date.now();
