@@ -177,7 +177,13 @@ async function startOperator(identity: string, deadline: number): Promise<Operat
         setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
       }),
   };
-  await run.until('/readyz', async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).ok);
+  try {
+    await run.until('/readyz', async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).ok);
+  } catch (err) {
+    // Never leave an operator behind: it would hold the Lease in the next cycle.
+    await run.stop();
+    throw err;
+  }
   return run;
 }
 
