@@ -3,7 +3,15 @@
  * the cycle the operator runs on the chart's ServiceAccount token.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { boundRoles, cycle, narrowings, setUp, tearDown, writeRules } from './helm-rbac-harness.ts';
+import {
+  boundRoles,
+  cycle,
+  narrowings,
+  servingImplemented,
+  setUp,
+  tearDown,
+  writeRules,
+} from './helm-rbac-harness.ts';
 
 beforeAll(() => setUp(), 300_000);
 afterAll(() => tearDown());
@@ -39,6 +47,10 @@ describe("the chart's RBAC, with the operator out of cluster on the ServiceAccou
         }
       }
     }
-    expect(unneeded).toEqual([]);
+    // Until the controller reports status.serving, nothing reads Pods (see servingImplemented).
+    const pending = servingImplemented()
+      ? []
+      : ['verb list of rule list,watch pods', 'verb watch of rule list,watch pods'];
+    expect(unneeded.map((u) => u.replace(/^.*?: /, '').replace(/ \[.*$/, '')).sort()).toEqual(pending.sort());
   }, 1_800_000);
 });
