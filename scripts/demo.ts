@@ -7,7 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -17,6 +17,7 @@ import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { runTool, type ToolResult } from '../test/support/tools.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
+import { createCA, issueServingCert } from '../operator/webhook/certs.ts';
 import type { DemoAgentUrls } from './demo-agent.ts';
 import { ConfigMapVolume } from './demo-volume.ts';
 import { prepareExamples } from './demo-examples.ts';
@@ -44,7 +45,7 @@ function say(line: string): void {
 }
 
 let stepNo = 0;
-const TOTAL_STEPS = 9;
+const TOTAL_STEPS = 11;
 async function step<T>(title: string, run: () => Promise<T>, done: (value: T) => string): Promise<T> {
   stepNo++;
   const started = Date.now();
@@ -178,6 +179,8 @@ async function main(argv: string[]): Promise<number> {
         'apply',
         '--server-side',
         '--field-manager=agentcard-demo',
+        // The CRD in this checkout wins over whatever applied an older one (a test, helm).
+        '--force-conflicts',
         '-f',
         join(repoRoot, 'crds'),
       ]);
@@ -224,6 +227,96 @@ async function main(argv: string[]): Promise<number> {
     (a) => `${a.jsonrpc} | ${a.rest} | ${a.grpc}`,
   );
 
+  const [metricsPort, webhookPort] = [await freePort(), await freePort()];
+  const certDir = join(logDir, 'webhook-tls');
+  const ca = await createCA(new Date(), 'agentcard-operator demo CA');
+  await step(
+    'Start the operator (controller, probes, and the Pod admission webhook on HTTPS)',
+    async () => {
+      // There is no cluster DNS for a Service, so the API server calls the webhook by URL on
+      // 127.0.0.1: its certificate names that address.
+      const serving = await issueServingCert(ca, ['127.0.0.1'], new Date());
+      mkdirSync(certDir, { recursive: true });
+      writeFileSync(join(certDir, 'tls.crt'), serving.cert);
+      writeFileSync(join(certDir, 'tls.key'), serving.key, { mode: 0o600 });
+      const child = await startProcess('operator', [
+        agentcardBin,
+        'operator',
+        `--kubeconfig=${kubeconfigFile}`,
+        `--namespace=${namespace}`,
+        '--no-leader-elect',
+        `--metrics-port=${metricsPort}`,
+        '--bind-address=127.0.0.1',
+        // The demo agent listens on loopback, which the probes refuse unless allowed.
+        '--probe-allow-cidr=127.0.0.1/32',
+        // The webhook, with the certificate the demo made (playing cert-manager's part).
+        `--webhook-port=${webhookPort}`,
+        '--webhook-cert-mode=cert-manager',
+        `--webhook-cert-dir=${certDir}`,
+        '--sidecar-image=agentcard-operator:demo',
+      ]);
+      await waitForHttp(`http://127.0.0.1:${metricsPort}/readyz`, child, 'operator');
+    },
+    () => `ready, metrics at http://127.0.0.1:${metricsPort}/metrics`,
+  );
+
+  const webhookConfig = `agentcard-demo-${namespace}`;
+  await step(
+    'Register the webhook (MutatingWebhookConfiguration by URL, for this namespace only)',
+    async () => {
+      const config = {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: { name: webhookConfig },
+        webhooks: [
+          {
+            name: 'inject.agentcard.dev',
+            admissionReviewVersions: ['v1'],
+            sideEffects: 'None',
+            failurePolicy: 'Ignore',
+            reinvocationPolicy: 'IfNeeded',
+            timeoutSeconds: 5,
+            clientConfig: {
+              url: `https://127.0.0.1:${webhookPort}/mutate-pods`,
+              caBundle: Buffer.from(ca.cert).toString('base64'),
+            },
+            rules: [
+              {
+                apiGroups: [''],
+                apiVersions: ['v1'],
+                operations: ['CREATE'],
+                resources: ['pods'],
+                scope: 'Namespaced',
+              },
+            ],
+            namespaceSelector: {
+              matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [namespace] }],
+            },
+            matchConditions: [
+              {
+                name: 'opted-in',
+                expression:
+                  "has(object.metadata.annotations) && 'agentcard.dev/inject' in object.metadata.annotations",
+              },
+            ],
+          },
+        ],
+      };
+      await kubectl(['apply', '-f', '-'], JSON.stringify(config));
+      cleanups.push({
+        what: `delete MutatingWebhookConfiguration ${webhookConfig}`,
+        run: async () =>
+          void (await kubectl([
+            'delete',
+            'mutatingwebhookconfiguration',
+            webhookConfig,
+            '--ignore-not-found',
+          ])),
+      });
+    },
+    () => webhookConfig,
+  );
+
   const examples = await step(
     'Generate a signing key and apply examples/',
     async () => {
@@ -239,27 +332,6 @@ async function main(argv: string[]): Promise<number> {
       (e.signingSecrets.length
         ? `; signing key Secret ${e.signingSecrets.join(', ')} (ES256, generated now)`
         : ''),
-  );
-
-  const metricsPort = await freePort();
-  await step(
-    'Start the operator',
-    async () => {
-      const child = await startProcess('operator', [
-        agentcardBin,
-        'operator',
-        `--kubeconfig=${kubeconfigFile}`,
-        `--namespace=${namespace}`,
-        '--no-leader-elect',
-        `--metrics-port=${metricsPort}`,
-        '--bind-address=127.0.0.1',
-        // The demo agent listens on loopback, which the probes refuse unless allowed.
-        '--probe-allow-cidr=127.0.0.1/32',
-        '--webhook-port=0',
-      ]);
-      await waitForHttp(`http://127.0.0.1:${metricsPort}/readyz`, child, 'operator');
-    },
-    () => `ready, metrics at http://127.0.0.1:${metricsPort}/metrics`,
   );
 
   await step(
@@ -285,6 +357,39 @@ async function main(argv: string[]): Promise<number> {
       }
     },
     () => 'all Ready',
+  );
+
+  await step(
+    'Check the sidecar injected into the Pod of examples/agent-deployment.yaml',
+    async () => {
+      // kube-controller-manager turns the Deployment into a ReplicaSet and a Pod (Pending: there
+      // is no kubelet); the API server sent that Pod through the webhook on its way in.
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const pods = await kubectl([
+          'get',
+          'pods',
+          '-n',
+          namespace,
+          '-l',
+          'app.kubernetes.io/name=support-agent',
+          '-o',
+          'json',
+        ]);
+        const items = (JSON.parse(pods.stdout) as { items: PodView[] }).items;
+        const pod = items.find((p) => sidecarOf(p));
+        if (pod) return { name: pod.metadata.name, how: sidecarOf(pod)! };
+        if (Date.now() > deadline) {
+          throw new Error(
+            items.length
+              ? `Pod ${items[0]!.metadata.name} has no agentcard-sidecar container (webhook log: ${logTail('operator')})`
+              : 'no Pod of the support-agent Deployment appeared',
+          );
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    },
+    (r) => `Pod ${r.name} has the agentcard-sidecar ${r.how}`,
   );
 
   const served = examples.signedCard ?? examples.cards[0]!;
@@ -345,6 +450,21 @@ async function main(argv: string[]): Promise<number> {
   say('Running; press Ctrl-C to stop everything the demo started.');
   await new Promise<void>((done) => (stopRequested = done));
   return 0;
+}
+
+type PodView = {
+  metadata: { name: string };
+  spec: { containers?: { name: string }[]; initContainers?: { name: string; restartPolicy?: string }[] };
+};
+
+/** How the sidecar sits in the Pod: a native sidecar (init container, restartPolicy Always) or a container. */
+function sidecarOf(pod: PodView): string | undefined {
+  const init = pod.spec.initContainers?.find((c) => c.name === 'agentcard-sidecar');
+  if (init)
+    return init.restartPolicy === 'Always'
+      ? 'as a native sidecar (init container, restartPolicy Always)'
+      : 'as an init container';
+  return pod.spec.containers?.some((c) => c.name === 'agentcard-sidecar') ? 'as a container' : undefined;
 }
 
 /** Runs `agentcard ARGS` (this checkout's CLI) with `input` on stdin. */

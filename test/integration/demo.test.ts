@@ -38,6 +38,8 @@ describe('npm run demo -- --once', () => {
     const steps = [...result.stdout.matchAll(/^\[(\d+)\/(\d+)\] /gm)];
     expect(steps.length).toBeGreaterThan(5);
     expect(steps.at(-1)![1]).toBe(steps.at(-1)![2]);
+    // The Deployment example's Pod went through the webhook (API server -> HTTPS -> operator).
+    expect(result.stdout).toMatch(/Pod support-agent-\S+ has the agentcard-sidecar/);
     expect(result.stdout).toMatch(/^NAME\s+READY\s+SIGNED\s+INTERFACES\s+VERSION\s+AGE/m);
     expect(result.stdout).toMatch(/Served card:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json/);
     expect(result.stdout).toMatch(/Verification:\s+\S*.*verified/i);

@@ -74,6 +74,8 @@ export type ImageLayout = {
   env: Record<string, string>;
   /** The RUN lines of the build stage, for assertions. */
   buildRuns: string[];
+  /** The paths the build stage copies from the build context. */
+  contextSources: string[];
 };
 
 /** Follows the Dockerfile into `outDir`; `install(dir)` plays the build stage's npm commands. */
@@ -125,6 +127,9 @@ export function buildImageLayout(outDir: string, install: (dir: string) => void)
     user: lastArg(runtime, 'USER') ?? 'root',
     env,
     buildRuns: build.instructions.filter((i) => i.op === 'RUN').map((i) => i.args.join(' ')),
+    contextSources: build.instructions
+      .filter((i) => i.op === 'COPY' && !i.flags.from)
+      .flatMap((i) => i.args.slice(0, -1).map((a) => a.replace(/^\.\/|\/$/g, ''))),
   };
 }
 

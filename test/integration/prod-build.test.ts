@@ -97,6 +97,23 @@ describe('the Dockerfile', () => {
     expect(image.cmd).toEqual(['operator']);
   });
 
+  it('.dockerignore sends exactly what the COPY lines need as the build context', () => {
+    const sent = (path: string) =>
+      dockerignoreIncludes(readFileSync(join(repoRoot, '.dockerignore'), 'utf8'), path);
+    for (const path of image.contextSources) expect(sent(path), path).toBe(true);
+    for (const path of [
+      'node_modules',
+      '.git',
+      '.cluster',
+      'test',
+      'scripts',
+      'README.md',
+      'operator/node_modules',
+    ]) {
+      expect(sent(path), path).toBe(false);
+    }
+  });
+
   it('holds no development dependency and no native addon', () => {
     const modules = join(image.rootDir, image.workdir, 'node_modules');
     const names = readdirSync(modules).flatMap((n) =>
@@ -219,6 +236,35 @@ spec:
     }
   });
 });
+
+/**
+ * Whether the build context holds `path` under .dockerignore's rules (last matching pattern wins,
+ * `!` re-includes; `*` does not cross `/`, `**` does; a pattern also covers what is below it).
+ */
+function dockerignoreIncludes(rules: string, path: string): boolean {
+  let included = true;
+  for (const raw of rules.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const negate = line.startsWith('!');
+    const pattern = (negate ? line.slice(1) : line).replace(/^\/+|\/+$/g, '');
+    const regex = new RegExp(
+      '^' +
+        pattern
+          .split('**/')
+          .map((part) =>
+            part
+              .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+              .replace(/\*/g, '[^/]*')
+              .replace(/\?/g, '[^/]'),
+          )
+          .join('(?:.*/)?') +
+        '(?:/.*)?$',
+    );
+    if (regex.test(path)) included = negate;
+  }
+  return included;
+}
 
 /** A v1.0 card as the controller publishes it (unsigned), and its companions. */
 function fixtureFiles(): Record<string, string> {
