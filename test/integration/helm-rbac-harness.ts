@@ -16,7 +16,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,19 +115,6 @@ export async function tearDown(): Promise<void> {
   await appNs?.cleanup();
   await opNs?.cleanup();
   if (work) rmSync(work, { recursive: true, force: true });
-}
-
-/**
- * Whether the controller reports status.serving yet (issue: the serving summary of Pods that ask
- * for a card). Until it does, the cycle cannot require it, and the chart's Pod rule has no user:
- * helm-rbac.test.ts then expects exactly that rule to be unneeded, and requires it as soon as the
- * controller calls summarizeServing.
- */
-export function servingImplemented(): boolean {
-  const dir = join(repoRoot, 'operator', 'controller');
-  return readdirSync(dir).some(
-    (f) => f.endsWith('.ts') && readFileSync(join(dir, f), 'utf8').includes('summarizeServing('),
-  );
 }
 
 export type CycleResult = { ok: true } | { ok: false; reason: string };
@@ -276,7 +263,7 @@ export async function cycle(): Promise<CycleResult> {
         status?: { conditions?: { type: string; status: string }[]; serving?: { podsRequesting?: number } };
       };
       const ready = obj.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-      return ready && (!servingImplemented() || (obj.status?.serving?.podsRequesting ?? 0) >= 1);
+      return ready && (obj.status?.serving?.podsRequesting ?? 0) >= 1;
     });
     await op.until('the published ConfigMap', async () => {
       const cm = await core.readNamespacedConfigMap({ name: `${card}-agent-card`, namespace: appNs.name });
