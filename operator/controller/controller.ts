@@ -458,6 +458,8 @@ export class Controller {
       ready: plan.ready,
       version: plan.status.card?.version,
       digest: plan.status.card?.digest,
+      conditions: plan.status.conditions,
+      podsMissingSidecar: plan.status.serving?.podsMissingSidecar,
     });
     if (plan.spec) this.opts.probes.track(key, plan.spec, secrets);
     if (publishError) throw publishError;

@@ -11,7 +11,13 @@ export interface CardMetricState {
   ready: 'True' | 'False' | 'Unknown';
   version?: string;
   digest?: string;
+  /** status.conditions, for agentcard_condition (the alerts read reasons from it). */
+  conditions?: readonly { type: string; status: string; reason: string }[];
+  /** status.serving.podsMissingSidecar. */
+  podsMissingSidecar?: number;
 }
+
+type ConditionLabels = { namespace: string; name: string; type: string; status: string; reason: string };
 
 export class ControllerMetrics {
   readonly reconcileTotal: Counter<'result'>;
@@ -21,6 +27,9 @@ export class ControllerMetrics {
   readonly info: Gauge<'namespace' | 'name' | 'version' | 'digest'>;
   readonly leader: Gauge;
   readonly apiWrites: Counter<'resource'>;
+  readonly condition: Gauge<keyof ConditionLabels>;
+  readonly podsMissingSidecar: Gauge<'namespace' | 'name'>;
+  private readonly conditionLabels = new Map<string, ConditionLabels[]>();
   private readonly infoLabels = new Map<string, { version: string; digest: string }>();
 
   constructor(registry: Registry) {
@@ -64,6 +73,18 @@ export class ControllerMetrics {
       labelNames: ['resource'],
       registers: [registry],
     });
+    this.condition = new Gauge({
+      name: 'agentcard_condition',
+      help: 'Current status and reason of each condition of each AgentCard (always 1; a change replaces the series).',
+      labelNames: ['namespace', 'name', 'type', 'status', 'reason'],
+      registers: [registry],
+    });
+    this.podsMissingSidecar = new Gauge({
+      name: 'agentcard_pods_missing_sidecar',
+      help: 'Pods that ask for this AgentCard (agentcard.dev/inject) but run without the sidecar.',
+      labelNames: ['namespace', 'name'],
+      registers: [registry],
+    });
   }
 
   setCard(namespace: string, name: string, state: CardMetricState): void {
@@ -71,6 +92,8 @@ export class ControllerMetrics {
       this.ready.set({ namespace, name, condition }, condition === state.ready ? 1 : 0);
     }
     const key = `${namespace}/${name}`;
+    this.setConditions(key, namespace, name, state.conditions ?? []);
+    this.podsMissingSidecar.set({ namespace, name }, state.podsMissingSidecar ?? 0);
     const previous = this.infoLabels.get(key);
     if (state.version === undefined || state.digest === undefined) {
       if (previous) this.info.remove({ namespace, name, ...previous });
@@ -87,8 +110,30 @@ export class ControllerMetrics {
   forgetCard(namespace: string, name: string): void {
     for (const condition of CONDITION_VALUES) this.ready.remove({ namespace, name, condition });
     const key = `${namespace}/${name}`;
+    this.setConditions(key, namespace, name, []);
+    this.podsMissingSidecar.remove({ namespace, name });
     const previous = this.infoLabels.get(key);
     if (previous) this.info.remove({ namespace, name, ...previous });
     this.infoLabels.delete(key);
+  }
+
+  /** Replaces the card's agentcard_condition series: one per condition type, at most five. */
+  private setConditions(
+    key: string,
+    namespace: string,
+    name: string,
+    conditions: readonly { type: string; status: string; reason: string }[],
+  ): void {
+    for (const labels of this.conditionLabels.get(key) ?? []) this.condition.remove(labels);
+    const next = conditions.map((c) => ({
+      namespace,
+      name,
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+    }));
+    for (const labels of next) this.condition.set(labels, 1);
+    if (next.length > 0) this.conditionLabels.set(key, next);
+    else this.conditionLabels.delete(key);
   }
 }

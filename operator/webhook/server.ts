@@ -4,12 +4,13 @@
  * command calls.
  */
 import { createServer } from 'node:https';
+import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { AdmissionregistrationV1Api, CoreV1Api, VersionApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Counter } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { UserError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -177,6 +178,16 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
     });
   });
   const port = (server.address() as AddressInfo).port;
+  // Read at scrape time from the certificate being served, so renewals and cert-manager
+  // rotations show without bookkeeping; the WebhookCertificateExpiring alert reads it.
+  new Gauge({
+    name: 'agentcard_webhook_cert_not_after_seconds',
+    help: 'Expiry (Unix seconds) of the serving certificate of the admission webhook.',
+    registers: [opts.registry],
+    collect() {
+      this.set(Date.parse(new X509Certificate(certs.current().cert).validTo) / 1000);
+    },
+  });
   log.info('webhook listening', { port, certMode: opts.certMode, sidecarMode: opts.sidecarMode });
 
   return {
@@ -188,6 +199,7 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
         server.closeAllConnections();
       });
       opts.registry.removeSingleMetric('agentcard_webhook_reviews_total');
+      opts.registry.removeSingleMetric('agentcard_webhook_cert_not_after_seconds');
     },
   };
 }

@@ -19,3 +19,28 @@ describe('ControllerMetrics', () => {
     expect(after).not.toContain('name="a"');
   });
 });
+
+describe('ControllerMetrics: conditions and missing sidecars', () => {
+  it('replaces a card’s condition series when a reason changes and forgets them with the card', async () => {
+    const registry = new Registry();
+    const m = new ControllerMetrics(registry);
+    m.setCard('ns', 'a', {
+      ready: 'False',
+      conditions: [{ type: 'Signed', status: 'False', reason: 'SigningKeyNotFound' }],
+      podsMissingSidecar: 2,
+    });
+    m.setCard('ns', 'a', {
+      ready: 'True',
+      conditions: [{ type: 'Signed', status: 'True', reason: 'Signed' }],
+      podsMissingSidecar: 0,
+    });
+    const text = await registry.metrics();
+    expect(text).toContain(
+      'agentcard_condition{namespace="ns",name="a",type="Signed",status="True",reason="Signed"} 1',
+    );
+    expect(text).not.toContain('SigningKeyNotFound');
+    expect(text).toContain('agentcard_pods_missing_sidecar{namespace="ns",name="a"} 0');
+    m.forgetCard('ns', 'a');
+    expect(await registry.metrics()).not.toContain('name="a"');
+  });
+});

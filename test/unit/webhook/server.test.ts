@@ -112,6 +112,15 @@ describe('webhook server', () => {
     );
   });
 
+  it("exports the serving certificate's expiry for the WebhookCertificateExpiring alert", async () => {
+    const { bundle, registry } = await start();
+    const expected = Date.parse(new X509Certificate(bundle.cert).validTo) / 1000;
+    const text = await registry.getSingleMetricAsString('agentcard_webhook_cert_not_after_seconds');
+    const value = Number(/^agentcard_webhook_cert_not_after_seconds (\S+)$/m.exec(text)?.[1]);
+    expect(value).toBe(expected);
+    expect(value * 1000).toBeGreaterThan(Date.now());
+  });
+
   it('allows a Pod without the annotation untouched and rejects malformed reviews with 400', async () => {
     const { base, agent } = await start();
     const res = await request(base + MUTATE_PATH, {
