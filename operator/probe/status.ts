@@ -5,31 +5,15 @@
  * when lastProbeTime would otherwise be older than `refreshAfterMs` (10 minutes), so that
  * healthy interfaces cost no steady-state writes.
  */
+import type { AgentCardStatus, Condition } from '../card/resource.ts';
 import type { ProbeReason, ProbeResult } from './types.ts';
 
-/** One entry of status.interfaces[] (contract: AgentCard status). */
-export interface InterfaceStatus {
-  url: string;
-  protocolBinding: string;
-  protocolVersion: string;
-  reachable: boolean;
+/** One entry of status.interfaces[], from the resource schema, with the probe's own reasons. */
+export type InterfaceStatus = Omit<NonNullable<AgentCardStatus['interfaces']>[number], 'reason'> & {
   reason: ProbeReason;
-  message: string;
-  latencyMs: number;
-  tlsNotAfter?: string;
-  lastProbeTime: string;
-  lastTransitionTime: string;
-}
+};
 
-/** metav1.Condition as the controller writes it. */
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  observedGeneration?: number;
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
+export type { Condition };
 
 export const INTERFACES_REACHABLE = 'InterfacesReachable';
 export const DEFAULT_REFRESH_AFTER_MS = 10 * 60_000;

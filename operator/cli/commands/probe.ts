@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { UserError, describeError } from '../../errors.ts';
+import { parseDuration as parseSpecDuration } from '../../card/resource.ts';
 import { ProbeLimiter, hostKey } from '../../probe/limiter.ts';
 import { type AddressPolicy, createAddressPolicy } from '../../probe/policy.ts';
 import { checkHeaders, probeInterface } from '../../probe/probe.ts';
@@ -58,20 +59,16 @@ interface ProbeJob {
   headers?: Record<string, string>;
 }
 
-/** Go-style durations as used in spec.probe: "500ms", "5s", "1m30s". */
+/** A positive duration flag ("500ms", "5s", "1m30s"), parsed as spec.probe's durations are. */
 export function parseDuration(text: string): number {
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
-  const unit: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  let total = 0;
-  let matched = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    total += Number(m[1]) * unit[m[2]!]!;
-    matched = re.lastIndex;
+  let ms = 0;
+  try {
+    ms = parseSpecDuration(text);
+  } catch {
+    // fall through to the usage error below
   }
-  if (!text || matched !== text.length || total <= 0) {
-    throw new UserError(`'${text}' is not a duration (e.g. 5s, 500ms, 1m)`, 2);
-  }
-  return total;
+  if (ms <= 0) throw new UserError(`'${text}' is not a duration (e.g. 5s, 500ms, 1m)`, 2);
+  return ms;
 }
 
 function parseHeader(text: string): [string, string] {
