@@ -14,8 +14,8 @@
  *                                         PROBE_BENCH_PEERS)
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
+import { replaceSection } from './report.ts';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -183,32 +183,10 @@ ${
 | lastProbeTime refresh writes | 1 per AgentCard per 10 min by design = ${(CARDS / 10).toFixed(0)}/min for ${CARDS.toLocaleString('en')} cards (not reached in this window) |
 | in flight at the end | ${stats.active} active, ${stats.waiting} waiting |
 `;
-  await writeSection(section);
+  replaceSection('probe', section);
   process.stdout.write(section);
 }
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Replaces (or appends) the `## Probes` section of docs/BENCHMARKS.md, leaving the rest alone. */
-async function writeSection(section: string): Promise<void> {
-  const file = new URL('../docs/BENCHMARKS.md', import.meta.url);
-  await mkdir(new URL('../docs/', import.meta.url), { recursive: true });
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    text = '# Benchmarks\n\nResults of `npm run bench` (bench/*.bench.ts).\n';
-  }
-  const start = text.search(/^## Probes$/m);
-  if (start < 0) {
-    text = `${text.trimEnd()}\n\n${section}`;
-  } else {
-    const rest = text.slice(start + 1);
-    const next = rest.search(/^## /m);
-    const end = next < 0 ? text.length : start + 1 + next;
-    text = `${text.slice(0, start)}${section}${next < 0 ? '' : '\n' + text.slice(end)}`;
-  }
-  await writeFile(file, text.trimEnd() + '\n');
 }

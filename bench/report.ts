@@ -72,15 +72,24 @@ const marker = (name: string, edge: 'start' | 'end') => `<!-- bench:${name}:${ed
  * and machine, then `body` (markdown). Other sections are left as they are.
  */
 export function writeSection(name: string, title: string, body: string): void {
-  const section = [
-    marker(name, 'start'),
-    `## ${title}`,
-    '',
-    `Run ${new Date().toISOString().slice(0, 10)} on: ${machine()}.`,
-    '',
-    body.trim(),
-    marker(name, 'end'),
-  ].join('\n');
+  replaceSection(
+    name,
+    [
+      `## ${title}`,
+      '',
+      `Run ${new Date().toISOString().slice(0, 10)} on: ${machine()}.`,
+      '',
+      body.trim(),
+    ].join('\n'),
+  );
+}
+
+/**
+ * Puts `markdown` (a whole section, heading included) between the `bench:<name>` markers of
+ * docs/BENCHMARKS.md, replacing what was there; other sections are left as they are.
+ */
+export function replaceSection(name: string, markdown: string): void {
+  const section = [marker(name, 'start'), markdown.trim(), marker(name, 'end')].join('\n');
   let text = existsSync(BENCHMARKS_FILE)
     ? readFileSync(BENCHMARKS_FILE, 'utf8')
     : '# Benchmarks\n\nWritten by `npm run bench`; each benchmark replaces its own section.\n';

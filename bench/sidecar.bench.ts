@@ -20,6 +20,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { createServer } from 'node:net';
 import { arch, cpus, loadavg, release, tmpdir, totalmem, type } from 'node:os';
 import { join } from 'node:path';
+import { replaceSection } from './report.ts';
 import { SIDECAR_NODE_OPTIONS } from '../operator/sidecar/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -219,7 +220,7 @@ async function main(): Promise<void> {
 
     const section = renderSection(rows, nginxBin !== undefined);
     process.stdout.write(section);
-    if (!QUICK) await writeSection(section);
+    if (!QUICK) replaceSection('sidecar', section);
     else process.stderr.write('bench: --quick run, docs/BENCHMARKS.md left unchanged\n');
   } finally {
     stopAll();
@@ -570,27 +571,6 @@ function renderSection(rows: Row[], haveNginx: boolean): string {
   }
   lines.push('');
   return lines.join('\n') + '\n';
-}
-
-/**
- * Replaces (or appends) the `## Sidecar` section of docs/BENCHMARKS.md, between the
- * `<!-- bench:sidecar:start/end -->` markers that every benchmark's section uses, leaving the
- * other sections as they are.
- */
-async function writeSection(section: string): Promise<void> {
-  const path = join(ROOT, 'docs/BENCHMARKS.md');
-  const [open, close] = ['<!-- bench:sidecar:start -->', '<!-- bench:sidecar:end -->'];
-  const block = `${open}\n${section.trim()}\n${close}`;
-  let doc = existsSync(path)
-    ? await readFile(path, 'utf8')
-    : '# Benchmarks\n\nWritten by `npm run bench`; each benchmark replaces its own section.\n';
-  const start = doc.indexOf(open);
-  const end = doc.indexOf(close);
-  if (start >= 0 && end > start) doc = doc.slice(0, start) + block + doc.slice(end + close.length);
-  else doc = `${doc.trimEnd()}\n\n${block}\n`;
-  await mkdir(join(ROOT, 'docs'), { recursive: true });
-  await writeFile(path, doc);
-  process.stderr.write(`bench: wrote the Sidecar section of ${path}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------
