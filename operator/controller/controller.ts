@@ -18,24 +18,21 @@
  * returned is kept as an overlay until the cache moves past the version the write started from,
  * so a reconcile that runs in between does not write the same thing twice.
  */
-import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../card/resource.ts';
 import type { Logger } from '../log.ts';
-import {
-  applyConfigMap,
-  applyStatus,
-  collectionPath,
-  listConfigMaps,
-  listCustomObjects,
-  listPods,
-  listSecrets,
-  readSecret,
-  type Clients,
-} from '../kube/api.ts';
+import { applyConfigMap, applyStatus, collectionPath, readSecret } from '../kube/api.ts';
+import type { KubeClient } from '../kube/client.ts';
 import { describeApiError, isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { ResilientInformer } from '../kube/informer.ts';
-import { CARD_LABEL, configMapName, OWNED_SELECTOR } from './configmap.ts';
+import {
+  CARD_LABEL,
+  configMapName,
+  configMapUpToDate,
+  OWNED_SELECTOR,
+  type ConfigMapObject,
+} from './configmap.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { planReconcile, SIGNING_KEY_LABEL, type AgentCardObject, type SecretView } from './plan.ts';
 import type { ProbeHooks } from './probes.ts';
@@ -50,8 +47,7 @@ const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
 
 export interface ControllerOptions {
-  kubeConfig: KubeConfig;
-  clients: Clients;
+  client: KubeClient;
   /** Namespaces to watch; empty: all namespaces. */
   namespaces: string[];
   concurrency: number;
@@ -122,6 +118,12 @@ export class Controller {
   private readonly seenSecretVersion = new Map<string, string>();
   private readonly cardOverlays = new Map<string, Overlay<AgentCardObject>>();
   private readonly configMapOverlays = new Map<string, Overlay<V1ConfigMap>>();
+  /**
+   * ConfigMaps being applied right now (ConfigMap key -> what was sent). The watch event of an
+   * apply often arrives before the apply's response; without this it would look like someone
+   * else's change and queue the card once more (about a third more reconciles at 1,000 cards).
+   */
+  private readonly applyingConfigMaps = new Map<string, ConfigMapObject>();
   /** Pods asking for each card (card key -> pod key -> trimmed Pod), and the reverse. */
   private readonly podsByCard = new Map<string, Map<string, V1Pod>>();
   private readonly cardOfPod = new Map<string, { card: string; state: string }>();
@@ -149,37 +151,33 @@ export class Controller {
   }
 
   private makeInformers(namespace: string | undefined): Informers {
-    const { kubeConfig: kc, clients, log } = this.opts;
+    const { client, log } = this.opts;
     const scope = namespace ?? '*';
     const cards = new ResilientInformer<AgentCardObject & KubernetesObject>({
       name: `agentcards/${scope}`,
-      kubeConfig: kc,
+      client,
       path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
-      list: listCustomObjects(clients, RESOURCE, namespace),
       log,
     });
     const configMaps = new ResilientInformer<V1ConfigMap>({
       name: `configmaps/${scope}`,
-      kubeConfig: kc,
+      client,
       path: collectionPath('/api/v1', 'configmaps', namespace),
-      list: listConfigMaps(clients, namespace, OWNED_SELECTOR),
       labelSelector: OWNED_SELECTOR,
       log,
     });
     const secrets = new ResilientInformer<V1Secret>({
       name: `secrets/${scope}`,
-      kubeConfig: kc,
+      client,
       path: collectionPath('/api/v1', 'secrets', namespace),
-      list: listSecrets(clients, namespace, SIGNING_KEY_SELECTOR),
       labelSelector: SIGNING_KEY_SELECTOR,
       log,
     });
 
     const pods = new ResilientInformer<V1Pod>({
       name: `pods/${scope}`,
-      kubeConfig: kc,
+      client,
       path: collectionPath('/api/v1', 'pods', namespace),
-      list: listPods(clients, namespace),
       log,
       trim: trimPod,
     });
@@ -289,6 +287,9 @@ export class Controller {
       this.configMapOverlays.delete(cmKey);
     } else if (overlay && overlay.object.metadata?.resourceVersion === obj.metadata?.resourceVersion) {
       return; // the echo of our own apply
+    } else {
+      const applying = this.applyingConfigMaps.get(cmKey);
+      if (applying && configMapUpToDate(obj, applying)) return; // an echo that beat the response
     }
     this.enqueue(cardKey(namespace, owner));
   }
@@ -351,7 +352,7 @@ export class Controller {
     const out = new Map<string, SecretView | undefined>();
     const cache = this.scopeOf(namespace)?.secrets;
     for (const name of referencedSecretNames(spec)) {
-      const secret = cache?.get(name, namespace) ?? (await readSecret(this.opts.clients, namespace, name));
+      const secret = cache?.get(name, namespace) ?? (await readSecret(this.opts.client, namespace, name));
       out.set(
         name,
         secret
@@ -411,15 +412,19 @@ export class Controller {
     let publishError: unknown;
     if (plan.configMap) {
       const before = this.scopeOf(namespace)?.configMaps.get(cmName, namespace)?.metadata?.resourceVersion;
+      const cmKey = cardKey(namespace, cmName);
+      this.applyingConfigMaps.set(cmKey, plan.configMap);
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'configmap' });
-        const stored = await applyConfigMap(this.opts.clients, plan.configMap);
+        const stored = await applyConfigMap(this.opts.client, plan.configMap);
         delete stored.metadata?.managedFields;
-        this.configMapOverlays.set(cardKey(namespace, cmName), { before, object: stored });
+        this.configMapOverlays.set(cmKey, { before, object: stored });
       } catch (err) {
         publishError = err;
         log.warn('publishing the ConfigMap failed', { configMap: cmName, error: describeApiError(err) });
         plan = await planReconcile({ ...input, publishError: describeApiError(err) });
+      } finally {
+        this.applyingConfigMaps.delete(cmKey);
       }
     }
 
@@ -427,7 +432,7 @@ export class Controller {
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'status' });
         const stored = (await applyStatus(
-          this.opts.clients,
+          this.opts.client,
           RESOURCE,
           namespace,
           name,
