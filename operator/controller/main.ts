@@ -9,7 +9,7 @@ import { UserError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { describeApiError } from '../kube/errors.ts';
 import { createRegistry } from '../metrics/registry.ts';
-import { makeClients } from '../kube/api.ts';
+import { KubeClient } from '../kube/client.ts';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
@@ -59,11 +59,11 @@ export async function runOperator(
   const { log } = opts;
   const identity = `${process.env.POD_NAME || hostname()}_${randomBytes(4).toString('hex')}`;
   const kc = loadKubeConfig({ kubeconfig: flags.kubeconfig });
-  const clients = makeClients(kc);
+  const client = new KubeClient(kc);
   const registry = createRegistry();
   const metrics = new ControllerMetrics(registry);
   const events = new EventRecorder({
-    clients,
+    client,
     log,
     reportingController: 'agentcard.dev/operator',
     reportingInstance: identity.slice(0, 128),
@@ -86,7 +86,7 @@ export async function runOperator(
     flags.webhook.port === 0
       ? undefined
       : await startWebhook({
-          kubeConfig: kc,
+          client,
           port: flags.webhook.port,
           host: flags.bindAddress,
           certMode: flags.webhook.certMode,
@@ -128,8 +128,7 @@ export async function runOperator(
 
   const newController = () =>
     new Controller({
-      kubeConfig: kc,
-      clients,
+      client,
       namespaces: flags.namespaces,
       concurrency: flags.concurrency,
       resyncMs: flags.resyncMs,
@@ -157,7 +156,7 @@ export async function runOperator(
   if (flags.leaderElect) {
     const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
     elector = new LeaderElector(
-      kubeLeaseStore(clients, leaseNamespace, flags.leaderElectionId),
+      kubeLeaseStore(client, leaseNamespace, flags.leaderElectionId),
       identity,
       log,
       {

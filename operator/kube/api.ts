@@ -3,26 +3,12 @@
  * (`application/apply-patch+yaml`, field manager `agentcard-operator`, force) so the operator owns
  * exactly the fields it sets and never needs a read-modify-write loop.
  */
-import {
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  EventsV1Api,
-  PatchStrategy,
-  V1MicroTime,
-  setHeaderOptions,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  type V1ConfigMap,
-  type V1Lease,
-  type V1Pod,
-  type V1Secret,
-} from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Lease, V1Secret } from '@kubernetes/client-node';
+import { CONTENT_TYPE, type KubeClient } from './client.ts';
 import { isNotFound } from './errors.ts';
 
 export const FIELD_MANAGER = 'agentcard-operator';
-const applyOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
+const APPLY = { fieldManager: FIELD_MANAGER, force: true };
 
 /** The custom resource's coordinates (group/version/plural). */
 export interface ResourceRef {
@@ -31,106 +17,48 @@ export interface ResourceRef {
   plural: string;
 }
 
-export interface Clients {
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
-  coordination: CoordinationV1Api;
-  events: EventsV1Api;
-}
-
-export function makeClients(kc: KubeConfig): Clients {
-  return {
-    core: kc.makeApiClient(CoreV1Api),
-    custom: kc.makeApiClient(CustomObjectsApi),
-    coordination: kc.makeApiClient(CoordinationV1Api),
-    events: kc.makeApiClient(EventsV1Api),
-  };
-}
+const seg = encodeURIComponent;
 
 /** Server-side applies a whole ConfigMap; returns the stored object. */
-export async function applyConfigMap(
-  clients: Clients,
-  cm: { metadata: { name: string; namespace: string } },
+export function applyConfigMap(
+  client: KubeClient,
+  cm: V1ConfigMap & { metadata: { name: string; namespace: string } },
 ): Promise<V1ConfigMap> {
-  return clients.core.patchNamespacedConfigMap(
-    {
-      name: cm.metadata.name,
-      namespace: cm.metadata.namespace,
-      body: cm,
-      fieldManager: FIELD_MANAGER,
-      force: true,
-    },
-    applyOptions,
-  );
+  const { name, namespace } = cm.metadata;
+  return client.request('PATCH', `/api/v1/namespaces/${seg(namespace)}/configmaps/${seg(name)}`, {
+    query: APPLY,
+    body: cm,
+    contentType: CONTENT_TYPE.apply,
+  });
 }
 
 /** Server-side applies `body` (apiVersion, kind, metadata, status) on the status subresource. */
-export async function applyStatus(
-  clients: Clients,
+export function applyStatus(
+  client: KubeClient,
   ref: ResourceRef,
   namespace: string,
   name: string,
   body: Record<string, unknown>,
 ): Promise<KubernetesObject> {
-  return (await clients.custom.patchNamespacedCustomObjectStatus(
-    { ...ref, namespace, name, body, fieldManager: FIELD_MANAGER, force: true },
-    applyOptions,
-  )) as KubernetesObject;
+  return client.request(
+    'PATCH',
+    `/apis/${ref.group}/${ref.version}/namespaces/${seg(namespace)}/${ref.plural}/${seg(name)}/status`,
+    { query: APPLY, body, contentType: CONTENT_TYPE.apply },
+  );
 }
 
 /** A Secret read at reconcile time (no cluster-wide Secret cache); undefined when absent. */
 export async function readSecret(
-  clients: Clients,
+  client: KubeClient,
   namespace: string,
   name: string,
 ): Promise<V1Secret | undefined> {
   try {
-    return await clients.core.readNamespacedSecret({ name, namespace });
+    return await client.request<V1Secret>('GET', `/api/v1/namespaces/${seg(namespace)}/secrets/${seg(name)}`);
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
   }
-}
-
-export function listCustomObjects<T extends KubernetesObject>(
-  clients: Clients,
-  ref: ResourceRef,
-  namespace: string | undefined,
-): () => Promise<KubernetesListObject<T>> {
-  return async () =>
-    (namespace
-      ? await clients.custom.listNamespacedCustomObject({ ...ref, namespace })
-      : await clients.custom.listClusterCustomObject(ref)) as KubernetesListObject<T>;
-}
-
-export function listConfigMaps(
-  clients: Clients,
-  namespace: string | undefined,
-  labelSelector: string,
-): () => Promise<KubernetesListObject<V1ConfigMap>> {
-  return () =>
-    namespace
-      ? clients.core.listNamespacedConfigMap({ namespace, labelSelector })
-      : clients.core.listConfigMapForAllNamespaces({ labelSelector });
-}
-
-export function listPods(
-  clients: Clients,
-  namespace: string | undefined,
-): () => Promise<KubernetesListObject<V1Pod>> {
-  return () =>
-    namespace ? clients.core.listNamespacedPod({ namespace }) : clients.core.listPodForAllNamespaces();
-}
-
-export function listSecrets(
-  clients: Clients,
-  namespace: string | undefined,
-  labelSelector: string,
-): () => Promise<KubernetesListObject<V1Secret>> {
-  return () =>
-    namespace
-      ? clients.core.listNamespacedSecret({ namespace, labelSelector })
-      : clients.core.listSecretForAllNamespaces({ labelSelector });
 }
 
 /** Collection paths for watches: cluster-wide, or one namespace. */
@@ -158,10 +86,10 @@ function eventSuffix(): string {
 }
 
 /** Creates an events.k8s.io/v1 Event (`kubectl describe` and `kubectl events` show it). */
-export async function createEvent(clients: Clients, e: EventInput): Promise<void> {
-  const now = new V1MicroTime();
-  await clients.events.createNamespacedEvent({
-    namespace: e.namespace,
+export async function createEvent(client: KubeClient, e: EventInput): Promise<void> {
+  // MicroTime: RFC 3339 with microseconds.
+  const now = new Date().toISOString().replace('Z', '000Z');
+  await client.request('POST', `/apis/events.k8s.io/v1/namespaces/${seg(e.namespace)}/events`, {
     body: {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
@@ -180,29 +108,32 @@ export async function createEvent(clients: Clients, e: EventInput): Promise<void
   });
 }
 
+const leasePath = (namespace: string, name?: string) =>
+  `/apis/coordination.k8s.io/v1/namespaces/${seg(namespace)}/leases${name ? `/${seg(name)}` : ''}`;
+
 export async function readLease(
-  clients: Clients,
+  client: KubeClient,
   namespace: string,
   name: string,
 ): Promise<V1Lease | undefined> {
   try {
-    return await clients.coordination.readNamespacedLease({ name, namespace });
+    return await client.request<V1Lease>('GET', leasePath(namespace, name));
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
   }
 }
 
-export function createLease(clients: Clients, namespace: string, lease: V1Lease): Promise<V1Lease> {
-  return clients.coordination.createNamespacedLease({ namespace, body: lease });
+export function createLease(client: KubeClient, namespace: string, lease: V1Lease): Promise<V1Lease> {
+  return client.request('POST', leasePath(namespace), { body: lease });
 }
 
 /** Replaces a Lease; its metadata.resourceVersion makes it fail with 409 if someone else wrote first. */
 export function replaceLease(
-  clients: Clients,
+  client: KubeClient,
   namespace: string,
   name: string,
   lease: V1Lease,
 ): Promise<V1Lease> {
-  return clients.coordination.replaceNamespacedLease({ name, namespace, body: lease });
+  return client.request('PUT', leasePath(namespace, name), { body: lease });
 }

@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+// The module itself, not the package root: see slim-load.ts.
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { UserError, describeError } from '../errors.ts';
 
 export interface KubeConfigOptions {

@@ -9,11 +9,12 @@
  * The reconcile only plans events on state changes (controller/events.ts).
  */
 import type { Logger } from '../log.ts';
-import { createEvent, type Clients, type EventInput } from './api.ts';
+import { createEvent, type EventInput } from './api.ts';
+import type { KubeClient } from './client.ts';
 import { describeApiError } from './errors.ts';
 
 export interface EventRecorderOptions {
-  clients: Clients;
+  client: KubeClient;
   log: Logger;
   reportingController: string;
   reportingInstance: string;
@@ -99,7 +100,7 @@ export class EventRecorder {
   private async send(regarding: EventInput['regarding'], event: RecordedEvent): Promise<void> {
     try {
       this.opts.onWrite?.();
-      await createEvent(this.opts.clients, {
+      await createEvent(this.opts.client, {
         namespace: regarding.namespace,
         regarding,
         type: event.type,

@@ -1,36 +1,33 @@
 /**
- * A list+watch cache (client-node's informer) that keeps running.
+ * A list+watch cache that keeps running (the client-go reflector + informer pattern).
  *
- * client-node's ListWatch relists by itself on 410 Gone and reconnects after a client-side
- * timeout, but any other error (a failed list, a refused watch, a dropped connection) fires
- * `error` and stops it for good; and `stop()` fires `error` too. This wrapper restarts it with
- * capped exponential backoff, ignores the errors that follow its own stop(), and reports when
- * the first list has been loaded (`synced`, for /readyz).
+ * It lists the collection (in pages), then watches from the list's resourceVersion with
+ * bookmarks. A watch that the server ends (its timeout) resumes from the last resourceVersion
+ * seen; a 410 Gone (the revision was compacted) relists and reports the differences as
+ * add/update/delete; any other error (a refused list, a dropped connection) restarts after a
+ * capped exponential backoff, resuming where it stopped. `stop()` ends the watch without an error.
+ * https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes
  */
-import {
-  makeInformer,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from '../controller/backoff.ts';
 import type { Logger } from '../log.ts';
-import { describeApiError } from './errors.ts';
+import { ApiError, type KubeClient, type WatchEvent } from './client.ts';
+import { apiStatusCode, describeApiError } from './errors.ts';
 
 export type ObjectHandler<T> = (obj: T) => void;
-
-function dropManagedFields(obj: KubernetesObject): void {
-  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
+/** A list answer as the server sends it (client-node's model calls `continue` `_continue`). */
+interface ListPage<T> {
+  items: T[];
+  metadata?: { resourceVersion?: string; continue?: string };
 }
+type Verb = 'add' | 'update' | 'delete';
 
 export interface InformerOptions<T extends KubernetesObject> {
   /** A short name for logs and metrics, e.g. "agentcards". */
   name: string;
-  kubeConfig: KubeConfig;
+  client: KubeClient;
   /** The collection path, e.g. /api/v1/namespaces/ns/configmaps. */
   path: string;
-  /** Lists the collection with the same label selector as the watch. */
-  list: () => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
   log: Logger;
   backoff?: BackoffOptions;
@@ -38,48 +35,55 @@ export interface InformerOptions<T extends KubernetesObject> {
   healthyAfterMs?: number;
   /** Trims each object in place before it is cached and handed to handlers (keep only what is read). */
   trim?: (obj: T) => void;
+  /** Objects per list page. */
+  pageSize?: number;
 }
+
+/** The server ends each watch after 5 to 10 minutes (client-go's spread), then it resumes. */
+function watchTimeoutSeconds(): number {
+  return 300 + Math.floor(Math.random() * 300);
+}
+
+const keyOf = (obj: KubernetesObject) => `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+
+/** Thrown inside a watch to relist (410 Gone, in the stream or as the answer). */
+class Relist extends Error {}
 
 export class ResilientInformer<T extends KubernetesObject> {
   readonly name: string;
-  private readonly inner: ReturnType<typeof makeInformer<T>>;
+  private readonly opts: InformerOptions<T>;
   private readonly log: Logger;
   private readonly backoff: Backoff;
   private readonly healthyAfterMs: number;
+  private readonly handlers: Record<Verb, Array<ObjectHandler<T>>> = { add: [], update: [], delete: [] };
+  private readonly cache = new Map<string, T>();
+  private resourceVersion = '';
   private stopped = true;
   private isSynced = false;
-  private errors = 0;
   private lastStart = 0;
   private restartTimer: NodeJS.Timeout | undefined;
+  private abort: AbortController | undefined;
   private running: Promise<void> | undefined;
 
   constructor(opts: InformerOptions<T>) {
     this.name = opts.name;
+    this.opts = opts;
     this.log = opts.log;
     this.backoff = new Backoff(opts.backoff ?? { baseMs: 1_000, maxMs: 30_000 });
     this.healthyAfterMs = opts.healthyAfterMs ?? 60_000;
-    this.inner = makeInformer<T>(opts.kubeConfig, opts.path, opts.list, opts.labelSelector);
-    this.inner.on('error', (err: unknown) => this.onError(err));
-    // Registered first, so the cached object is trimmed before any handler sees it: managedFields
-    // (server-side apply bookkeeping) are often the larger half of an object and never read here.
-    this.inner.on('add', dropManagedFields);
-    this.inner.on('update', dropManagedFields);
-    if (opts.trim) {
-      this.inner.on('add', opts.trim);
-      this.inner.on('update', opts.trim);
-    }
   }
 
-  on(verb: 'add' | 'update' | 'delete', handler: ObjectHandler<T>): void {
-    this.inner.on(verb, handler);
+  on(verb: Verb, handler: ObjectHandler<T>): void {
+    this.handlers[verb].push(handler);
   }
 
   get(name: string, namespace?: string): T | undefined {
-    return this.inner.get(name, namespace);
+    return this.cache.get(`${namespace ?? ''}/${name}`);
   }
 
   list(namespace?: string): ReadonlyArray<T> {
-    return this.inner.list(namespace);
+    const all = [...this.cache.values()];
+    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
   }
 
   /** True once the first list has been loaded and the watch started. */
@@ -87,7 +91,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     return this.isSynced;
   }
 
-  /** Starts listing and watching; resolves after the first attempt (successful or not). */
+  /** Starts listing and watching; resolves after the first list attempt (successful or not). */
   start(): Promise<void> {
     this.stopped = false;
     return this.attempt();
@@ -105,30 +109,130 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.stopped = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
-    await this.inner.stop();
+    this.abort?.abort();
     await this.running?.catch(() => {});
   }
 
-  private attempt(): Promise<void> {
-    const errorsBefore = this.errors;
+  /** One run: list if needed (awaited), then watch in the background until stopped or failed. */
+  private async attempt(): Promise<void> {
     this.lastStart = Date.now();
-    const run = this.inner
-      .start()
-      .then(() => {
-        if (!this.stopped && this.errors === errorsBefore) {
-          if (!this.isSynced) this.log.info('informer synced', { informer: this.name });
-          this.isSynced = true;
-        }
-      })
-      .catch((err: unknown) => this.onError(err));
-    this.running = run;
-    return run;
+    const abort = (this.abort = new AbortController());
+    try {
+      if (!this.resourceVersion) await this.relist(abort.signal);
+    } catch (err) {
+      this.onError(err);
+      return;
+    }
+    if (this.stopped) return;
+    if (!this.isSynced) this.log.info('informer synced', { informer: this.name });
+    this.isSynced = true;
+    this.running = this.watchLoop(abort.signal).catch((err: unknown) => {
+      if (!abort.signal.aborted) this.onError(err);
+    });
+  }
+
+  private async watchLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const opened = Date.now();
+      let events = 0;
+      try {
+        await this.opts.client.watch<T>(
+          this.opts.path,
+          {
+            resourceVersion: this.resourceVersion,
+            allowWatchBookmarks: true,
+            labelSelector: this.opts.labelSelector,
+            timeoutSeconds: watchTimeoutSeconds(),
+          },
+          (event) => {
+            events += 1;
+            this.onEvent(event);
+          },
+          signal,
+        );
+        // A server that closes every watch at once would otherwise be asked again in a tight loop.
+        if (events === 0 && Date.now() - opened < 1_000 && !signal.aborted)
+          throw new Error('the API server closed the watch at once');
+      } catch (err) {
+        if (!(err instanceof Relist) && apiStatusCode(err) !== 410) throw err;
+        this.log.info('watch expired (410 Gone); relisting', { informer: this.name });
+        await this.relist(signal);
+      }
+    }
+  }
+
+  /** Loads the whole collection and reports what changed since the cache was last filled. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    const fresh = new Map<string, T>();
+    let listVersion: string;
+    let next: string | undefined;
+    do {
+      const page = await this.opts.client.request<ListPage<T>>('GET', this.opts.path, {
+        query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: next },
+        signal,
+      });
+      for (const item of page.items) fresh.set(keyOf(item), this.prepare(item));
+      listVersion = page.metadata?.resourceVersion ?? '';
+      next = page.metadata?.continue || undefined;
+    } while (next);
+    const previous = new Map(this.cache);
+    this.cache.clear();
+    for (const [key, obj] of fresh) this.cache.set(key, obj);
+    this.resourceVersion = listVersion;
+    for (const [key, obj] of fresh) {
+      const before = previous.get(key);
+      if (!before) this.emit('add', obj);
+      else if (before.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('update', obj);
+    }
+    for (const [key, obj] of previous) if (!fresh.has(key)) this.emit('delete', obj);
+  }
+
+  private onEvent(event: WatchEvent<T>): void {
+    if (event.type === 'ERROR') {
+      const status = event.object as unknown as { code?: number; message?: string };
+      if (status.code === 410) throw new Relist();
+      throw new ApiError(status.code ?? 500, status);
+    }
+    const version = event.object.metadata?.resourceVersion;
+    if (event.type === 'BOOKMARK') {
+      if (version) this.resourceVersion = version;
+      return;
+    }
+    const obj = this.prepare(event.object);
+    const key = keyOf(obj);
+    if (event.type === 'DELETED') {
+      this.cache.delete(key);
+      this.emit('delete', obj);
+    } else {
+      const existed = this.cache.has(key);
+      this.cache.set(key, obj);
+      this.emit(existed ? 'update' : 'add', obj);
+    }
+    if (version) this.resourceVersion = version;
+  }
+
+  /**
+   * managedFields (server-side apply bookkeeping) are often the larger half of an object and never
+   * read here; the caller's trim drops more.
+   */
+  private prepare(obj: T): T {
+    if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
+    this.opts.trim?.(obj);
+    return obj;
+  }
+
+  private emit(verb: Verb, obj: T): void {
+    for (const handler of this.handlers[verb]) {
+      try {
+        handler(obj);
+      } catch (err) {
+        this.log.error('informer handler failed', { informer: this.name, error: describeApiError(err) });
+      }
+    }
   }
 
   private onError(err: unknown): void {
-    // stop() aborts the watch request, which client-node reports as an error: not a failure.
     if (this.stopped) return;
-    this.errors += 1;
     if (Date.now() - this.lastStart > this.healthyAfterMs) this.backoff.reset();
     const delay = this.backoff.next();
     this.log.warn('watch stopped; restarting', {

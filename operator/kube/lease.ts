@@ -1,7 +1,8 @@
 /** The leader election Lease on the API server (coordination.k8s.io/v1), as a LeaseStore. */
 import type { V1Lease } from '@kubernetes/client-node';
 import type { LeaseRecord, LeaseStore } from '../controller/leader.ts';
-import { createLease, readLease, replaceLease, type Clients } from './api.ts';
+import { createLease, readLease, replaceLease } from './api.ts';
+import type { KubeClient } from './client.ts';
 
 function timeText(value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -30,20 +31,20 @@ function toLease(namespace: string, name: string, record: LeaseRecord, resourceV
   };
 }
 
-export function kubeLeaseStore(clients: Clients, namespace: string, name: string): LeaseStore {
+export function kubeLeaseStore(client: KubeClient, namespace: string, name: string): LeaseStore {
   return {
     async read() {
-      const lease = await readLease(clients, namespace, name);
+      const lease = await readLease(client, namespace, name);
       if (!lease) return undefined;
       return { record: toRecord(lease), resourceVersion: lease.metadata?.resourceVersion ?? '' };
     },
     async create(record) {
-      const lease = await createLease(clients, namespace, toLease(namespace, name, record));
+      const lease = await createLease(client, namespace, toLease(namespace, name, record));
       return { resourceVersion: lease.metadata?.resourceVersion ?? '' };
     },
     async write(record, resourceVersion) {
       const lease = await replaceLease(
-        clients,
+        client,
         namespace,
         name,
         toLease(namespace, name, record, resourceVersion),

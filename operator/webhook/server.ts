@@ -8,8 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { AdmissionregistrationV1Api, CoreV1Api, VersionApi } from '@kubernetes/client-node';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeClient } from '../kube/client.ts';
 import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
 import { UserError } from '../errors.ts';
@@ -25,7 +24,7 @@ export const MUTATE_PATH = '/mutate-pods';
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface WebhookOptions {
-  kubeConfig: KubeConfig;
+  client: KubeClient;
   port: number;
   /** Listen address; default: all interfaces. */
   host?: string;
@@ -88,7 +87,7 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   };
   if (opts.sidecarMode === 'auto') {
     try {
-      const v = await opts.kubeConfig.makeApiClient(VersionApi).getCode();
+      const v = await opts.client.request<{ major: string; minor: string }>('GET', '/version');
       cfg.serverVersion = { major: v.major, minor: v.minor };
     } catch (err) {
       log.warn('cannot read the API server version; injecting ordinary sidecar containers', {
@@ -102,8 +101,7 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
     certs = await directoryCertSource({ dir: opts.certDir!, logger: log });
   } else {
     certs = await selfSignedCertSource({
-      core: opts.kubeConfig.makeApiClient(CoreV1Api),
-      admission: opts.kubeConfig.makeApiClient(AdmissionregistrationV1Api),
+      client: opts.client,
       namespace: opts.operatorNamespace,
       secretName,
       webhookConfigName,

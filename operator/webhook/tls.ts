@@ -13,8 +13,9 @@ import type { FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { AdmissionregistrationV1Api, CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import type { V1MutatingWebhookConfiguration, V1Secret } from '@kubernetes/client-node';
+import { CONTENT_TYPE, type KubeClient } from '../kube/client.ts';
+import { apiStatusCode } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
 import { SECRET_KEYS, renewBundle } from './certs.ts';
 import type { CertBundle } from './certs.ts';
@@ -31,7 +32,10 @@ export interface CertSource {
   close(): void;
 }
 
-const statusOf = (err: unknown) => (err as { code?: number }).code;
+const statusOf = apiStatusCode;
+const secretsPath = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
+const webhookConfigPath = (name: string) =>
+  `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${encodeURIComponent(name)}`;
 
 function fromSecret(secret: V1Secret | undefined): Partial<CertBundle> {
   const data = secret?.data ?? {};
@@ -56,13 +60,16 @@ function toSecretData(bundle: CertBundle): Record<string, string> {
  * another replica won, and its bundle is read and used) and returns the bundle in force.
  */
 export async function syncCertSecret(
-  core: CoreV1Api,
+  client: KubeClient,
   opts: { namespace: string; secretName: string; hosts: string[]; now?: Date },
 ): Promise<{ bundle: CertBundle; renewed: boolean }> {
   for (let attempt = 0; ; attempt++) {
     let secret: V1Secret | undefined;
     try {
-      secret = await core.readNamespacedSecret({ name: opts.secretName, namespace: opts.namespace });
+      secret = await client.request<V1Secret>(
+        'GET',
+        `${secretsPath(opts.namespace)}/${encodeURIComponent(opts.secretName)}`,
+      );
     } catch (err) {
       if (statusOf(err) !== 404) throw err;
     }
@@ -85,8 +92,10 @@ export async function syncCertSecret(
     };
     try {
       if (secret)
-        await core.replaceNamespacedSecret({ name: opts.secretName, namespace: opts.namespace, body });
-      else await core.createNamespacedSecret({ namespace: opts.namespace, body });
+        await client.request('PUT', `${secretsPath(opts.namespace)}/${encodeURIComponent(opts.secretName)}`, {
+          body,
+        });
+      else await client.request('POST', secretsPath(opts.namespace), { body });
       return { bundle, renewed: true };
     } catch (err) {
       // 409: another replica wrote first (create or replace); its bundle is read next round.
@@ -100,13 +109,13 @@ export async function syncCertSecret(
  * Returns how many were patched; a missing configuration is 'missing' (not installed yet).
  */
 export async function patchCaBundle(
-  admission: AdmissionregistrationV1Api,
+  client: KubeClient,
   name: string,
   caBundlePem: string,
 ): Promise<number | 'missing'> {
-  let config;
+  let config: V1MutatingWebhookConfiguration;
   try {
-    config = await admission.readMutatingWebhookConfiguration({ name });
+    config = await client.request<V1MutatingWebhookConfiguration>('GET', webhookConfigPath(name));
   } catch (err) {
     if (statusOf(err) === 404) return 'missing';
     throw err;
@@ -121,16 +130,12 @@ export async function patchCaBundle(
     }
   });
   if (ops.length === 0) return 0;
-  await admission.patchMutatingWebhookConfiguration(
-    { name, body: ops },
-    setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-  );
+  await client.request('PATCH', webhookConfigPath(name), { body: ops, contentType: CONTENT_TYPE.jsonPatch });
   return ops.length / 2;
 }
 
 export async function selfSignedCertSource(opts: {
-  core: CoreV1Api;
-  admission: AdmissionregistrationV1Api;
+  client: KubeClient;
   namespace: string;
   secretName: string;
   webhookConfigName: string;
@@ -144,14 +149,14 @@ export async function selfSignedCertSource(opts: {
   let current: ServingCert | undefined;
 
   const sync = async () => {
-    const { bundle, renewed } = await syncCertSecret(opts.core, opts);
+    const { bundle, renewed } = await syncCertSecret(opts.client, opts);
     if (renewed) {
       logger.info('webhook certificate issued', {
         secret: `${opts.namespace}/${opts.secretName}`,
         notAfter: new X509Certificate(bundle.cert).validTo,
       });
     }
-    const patched = await patchCaBundle(opts.admission, opts.webhookConfigName, bundle.caBundle);
+    const patched = await patchCaBundle(opts.client, opts.webhookConfigName, bundle.caBundle);
     if (patched === 'missing') {
       logger.warn('MutatingWebhookConfiguration not found; caBundle not set', {
         name: opts.webhookConfigName,

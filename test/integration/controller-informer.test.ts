@@ -1,5 +1,5 @@
 // The resilient informer on the real API server: it restarts after errors that stop
-// client-node's informer for good (here: 403 until RBAC allows the list), and relists after a
+// a plain list+watch for good (here: 403 until RBAC allows the list), and relists after a
 // resume from a compacted resourceVersion (410 Gone).
 import {
   CoreV1Api,
@@ -8,7 +8,7 @@ import {
   type V1PodTemplate,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listConfigMaps, makeClients } from '../../operator/kube/api.ts';
+import { KubeClient } from '../../operator/kube/client.ts';
 import { ResilientInformer } from '../../operator/kube/informer.ts';
 import { createLogger } from '../../operator/log.ts';
 import {
@@ -46,9 +46,8 @@ describe('ResilientInformer', () => {
     const { lines, log } = capture();
     const informer = new ResilientInformer<V1ConfigMap>({
       name: 'configmaps/test',
-      kubeConfig: saKc,
+      client: new KubeClient(saKc),
       path: `/api/v1/namespaces/${ns.name}/configmaps`,
-      list: listConfigMaps(makeClients(saKc), ns.name, 'app=test'),
       labelSelector: 'app=test',
       log,
       backoff: { baseMs: 200, maxMs: 800 },
@@ -98,7 +97,7 @@ describe('ResilientInformer', () => {
     } finally {
       await informer.stop();
     }
-    // stop() makes client-node report an error; the wrapper must not restart because of it.
+    // stop() aborts the watch request; that must not count as a failure and restart it.
     const count = lines.filter((l) => l.msg === 'watch stopped; restarting').length;
     await new Promise((r) => setTimeout(r, 1_000));
     expect(lines.filter((l) => l.msg === 'watch stopped; restarting').length).toBe(count);
@@ -110,9 +109,8 @@ describe('ResilientInformer', () => {
     const { log } = capture();
     const informer = new ResilientInformer<V1PodTemplate>({
       name: 'podtemplates/test',
-      kubeConfig: kc,
+      client: new KubeClient(kc),
       path: `/api/v1/namespaces/${ns.name}/podtemplates`,
-      list: () => core.listNamespacedPodTemplate({ namespace: ns.name }),
       log,
     });
     const template = (name: string) => ({

@@ -3,7 +3,7 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderElector } from '../../operator/controller/leader.ts';
-import { makeClients } from '../../operator/kube/api.ts';
+import { KubeClient } from '../../operator/kube/client.ts';
 import { kubeLeaseStore } from '../../operator/kube/lease.ts';
 import { createLogger } from '../../operator/log.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
@@ -35,7 +35,7 @@ afterAll(async () => {
 
 describe('LeaderElector on a real Lease', () => {
   it('one holder at a time; release hands over at once; a renew that fails loses the lease', async () => {
-    const store = kubeLeaseStore(makeClients(kc), ns.name, 'elector-test');
+    const store = kubeLeaseStore(new KubeClient(kc), ns.name, 'elector-test');
     const a = new LeaderElector(store, 'a', quiet, fast);
     const b = new LeaderElector(store, 'b', quiet, fast);
     const stop = new AbortController();
@@ -75,7 +75,7 @@ describe('LeaderElector on a real Lease', () => {
   });
 
   it('takes over an abandoned lease only after it expires', async () => {
-    const store = kubeLeaseStore(makeClients(kc), ns.name, 'expiry-test');
+    const store = kubeLeaseStore(new KubeClient(kc), ns.name, 'expiry-test');
     const gone = new LeaderElector(store, 'gone', quiet, fast);
     expect(await gone.tryAcquireOrRenew()).toBe(true); // then never renews (a killed process)
     const next = new LeaderElector(store, 'next', quiet, fast);

@@ -13,6 +13,7 @@ import {
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient } from '../../operator/kube/client.ts';
 import { createLogger } from '../../operator/log.ts';
 import { SECRET_KEYS } from '../../operator/webhook/certs.ts';
 import { CARD_VOLUME, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../../operator/webhook/mutate.ts';
@@ -153,7 +154,7 @@ describe('sidecar injection webhook (real kube-apiserver)', () => {
       },
     });
     webhook = await startWebhook({
-      kubeConfig: kc,
+      client: new KubeClient(kc),
       port,
       host: '127.0.0.1',
       certMode: 'self-signed',
@@ -268,14 +269,15 @@ describe('sidecar injection webhook (real kube-apiserver)', () => {
       secretName: 'replicas-tls',
       hosts: ['agentcard-webhook.x.svc'],
     };
-    const [a, b] = await Promise.all([syncCertSecret(core, opts), syncCertSecret(core, opts)]);
+    const client = new KubeClient(kc);
+    const [a, b] = await Promise.all([syncCertSecret(client, opts), syncCertSecret(client, opts)]);
     expect(a.bundle.cert).toBe(b.bundle.cert);
     expect([a.renewed, b.renewed].filter(Boolean)).toHaveLength(1);
     const stored = await core.readNamespacedSecret({ name: 'replicas-tls', namespace: operatorNs.name });
     expect(Buffer.from(stored.data![SECRET_KEYS.cert]!, 'base64').toString()).toBe(a.bundle.cert);
     // 300 days later both see a certificate due for renewal; one renewal wins, same CA.
     const later = { ...opts, now: new Date(Date.now() + 300 * 86_400_000) };
-    const [c, d] = await Promise.all([syncCertSecret(core, later), syncCertSecret(core, later)]);
+    const [c, d] = await Promise.all([syncCertSecret(client, later), syncCertSecret(client, later)]);
     expect(c.bundle.cert).toBe(d.bundle.cert);
     expect(c.bundle.cert).not.toBe(a.bundle.cert);
     expect(c.bundle.caCert).toBe(a.bundle.caCert);

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../operator/log.ts';
 import { renewBundle } from '../../../operator/webhook/certs.ts';
 import type { CertBundle } from '../../../operator/webhook/certs.ts';
+import { KubeClient } from '../../../operator/kube/client.ts';
 import { MUTATE_PATH, startWebhook } from '../../../operator/webhook/server.ts';
 
 const cleanups: (() => unknown)[] = [];
@@ -23,6 +24,18 @@ async function writeCerts(dir: string, b: CertBundle) {
   await writeFile(join(dir, 'tls.key'), b.key);
 }
 
+/** These tests never reach an API server (cert-manager mode, a fixed sidecar mode). */
+function unusedClient(): KubeClient {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'none', server: 'https://127.0.0.1:9' }],
+    users: [{ name: 'none' }],
+    contexts: [{ name: 'none', cluster: 'none', user: 'none' }],
+    currentContext: 'none',
+  });
+  return new KubeClient(kc);
+}
+
 async function start() {
   const dir = await mkdtemp(join(tmpdir(), 'agentcard-webhook-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
@@ -30,7 +43,7 @@ async function start() {
   await writeCerts(dir, bundle);
   const registry = new Registry();
   const webhook = await startWebhook({
-    kubeConfig: new KubeConfig(),
+    client: unusedClient(),
     port: 0,
     host: '127.0.0.1',
     certMode: 'cert-manager',
@@ -78,7 +91,7 @@ function peerCert(port: number, ca: string): Promise<string> {
 describe('webhook server', () => {
   it('refuses to start without a sidecar image or, in cert-manager mode, a certificate directory', async () => {
     const base = {
-      kubeConfig: new KubeConfig(),
+      client: unusedClient(),
       port: 0,
       operatorNamespace: 'agentcard-system',
       sidecarMode: 'native' as const,

@@ -1,0 +1,176 @@
+/**
+ * The operator's Kubernetes REST client: JSON over undici, authenticated by client-node's
+ * KubeConfig (`applySecurityAuthentication`: the headers, TLS material and proxy of the current
+ * context, the same step client-node's own clients take before every request; tokens of exec
+ * plugins, OIDC and projected service-account files are refreshed there).
+ *
+ * The operator does not use client-node's generated API classes: loading them costs about 35 MiB
+ * of resident memory (24 MB of JavaScript), and each call goes through web fetch and an object
+ * serializer that cost more CPU than the reconcile itself at 1,000 AgentCards
+ * (docs/BENCHMARKS.md, "Controller scale"). The handful of calls it makes are in api.ts.
+ */
+import { request, type Dispatcher } from 'undici';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+
+/** Content types of the write verbs (https://kubernetes.io/docs/reference/using-api/api-concepts/). */
+export const CONTENT_TYPE = {
+  json: 'application/json',
+  /** Server-side apply; a JSON document is a YAML document. */
+  apply: 'application/apply-patch+yaml',
+  jsonPatch: 'application/json-patch+json',
+} as const;
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+export interface RequestOptions {
+  query?: Query;
+  /** Sent as JSON. */
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+}
+
+/** An answer of the API server other than 2xx; `body` is its Status object when it sent one. */
+export class ApiError extends Error {
+  readonly statusCode: number;
+  readonly body: { message?: string; reason?: string; code?: number } | undefined;
+  constructor(statusCode: number, body: ApiError['body']) {
+    super(`HTTP ${statusCode}${body?.message ? `: ${body.message}` : ''}`);
+    this.name = 'ApiError';
+    this.statusCode = statusCode;
+    this.body = body;
+  }
+}
+
+/** One line of a watch stream (https://kubernetes.io/docs/reference/using-api/api-concepts/#watch-bookmarks). */
+export interface WatchEvent<T> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: T;
+}
+
+const USER_AGENT = 'agentcard-operator';
+const AUTH_REUSE_MS = 1_000;
+
+function parseStatus(text: string): ApiError['body'] {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return parsed && typeof parsed === 'object' ? (parsed as ApiError['body']) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export class KubeClient {
+  readonly kubeConfig: KubeConfig;
+  private readonly server: string;
+  private cachedAuth:
+    | { at: number; resolved: Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> }
+    | undefined;
+
+  constructor(kubeConfig: KubeConfig) {
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('the Kubernetes configuration has no current cluster');
+    this.kubeConfig = kubeConfig;
+    this.server = cluster.server.replace(/\/+$/, '');
+  }
+
+  /** The URL of `path` (which starts with /api or /apis) with `query`. */
+  url(path: string, query?: Query): string {
+    let url = this.server + path;
+    let sep = '?';
+    for (const [key, value] of Object.entries(query ?? {})) {
+      if (value === undefined) continue;
+      url += `${sep}${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`;
+      sep = '&';
+    }
+    return url;
+  }
+
+  /**
+   * The authentication of the current context, reused for up to a second: resolving it reads the
+   * CA and token files and hashes the TLS material on every call (about 5% of the operator's CPU
+   * at 1,000 AgentCards), while tokens and certificates change on a scale of minutes.
+   */
+  private async auth(): Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> {
+    const now = Date.now();
+    if (!this.cachedAuth || now - this.cachedAuth.at > AUTH_REUSE_MS) {
+      const resolved = this.resolveAuth();
+      this.cachedAuth = { at: now, resolved };
+      // A failure is not reused: the next request asks again.
+      resolved.catch(() => {
+        if (this.cachedAuth?.resolved === resolved) this.cachedAuth = undefined;
+      });
+    }
+    const { headers, dispatcher } = await this.cachedAuth.resolved;
+    return { headers: { ...headers }, dispatcher };
+  }
+
+  private async resolveAuth(): Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> {
+    const headers: Record<string, string> = { 'user-agent': USER_AGENT, accept: CONTENT_TYPE.json };
+    let dispatcher: Dispatcher | undefined;
+    // applySecurityAuthentication only sets headers and the dispatcher on the request context.
+    const context = {
+      setHeaderParam: (name: string, value: string) => (headers[name.toLowerCase()] = value),
+      setDispatcher: (d: Dispatcher) => (dispatcher = d),
+    };
+    await this.kubeConfig.applySecurityAuthentication(
+      context as unknown as Parameters<KubeConfig['applySecurityAuthentication']>[0],
+    );
+    return { headers, dispatcher };
+  }
+
+  /** One request; resolves with the parsed JSON answer, rejects with ApiError on a non-2xx. */
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const { headers, dispatcher } = await this.auth();
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] = opts.contentType ?? CONTENT_TYPE.json;
+    }
+    const res = await request(this.url(path, opts.query), {
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      body,
+      dispatcher,
+      signal: opts.signal,
+    });
+    const text = await res.body.text();
+    if (res.statusCode < 200 || res.statusCode >= 300) throw new ApiError(res.statusCode, parseStatus(text));
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /**
+   * Streams a watch: calls `onEvent` for every line until the server ends the stream (resolves),
+   * or the request fails or `signal` aborts (rejects). `timeoutSeconds` is the server-side limit;
+   * the client gives up after a minute more without a byte.
+   */
+  async watch<T>(
+    path: string,
+    query: Query & { timeoutSeconds: number },
+    onEvent: (event: WatchEvent<T>) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { headers, dispatcher } = await this.auth();
+    const res = await request(this.url(path, { ...query, watch: 1 }), {
+      method: 'GET',
+      headers,
+      dispatcher,
+      signal,
+      bodyTimeout: (query.timeoutSeconds + 60) * 1000,
+    });
+    if (res.statusCode !== 200) throw new ApiError(res.statusCode, parseStatus(await res.body.text()));
+    res.body.setEncoding('utf8');
+    let pending = '';
+    for await (const chunk of res.body as AsyncIterable<string>) {
+      pending += chunk;
+      let start = 0;
+      let end: number;
+      while ((end = pending.indexOf('\n', start)) >= 0) {
+        const line = pending.slice(start, end);
+        start = end + 1;
+        if (line.trim()) onEvent(JSON.parse(line) as WatchEvent<T>);
+      }
+      pending = pending.slice(start);
+    }
+  }
+}
