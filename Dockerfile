@@ -24,9 +24,11 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY bin ./bin
 COPY operator ./operator
-# Typecheck what ships, then keep production dependencies only.
+# Typecheck what ships, then keep production dependencies only. compile-cache/ becomes the
+# runtime's Node.js compile cache (see below).
 RUN node node_modules/typescript/bin/tsc --noEmit -p tsconfig.json \
- && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
+ && mkdir -p compile-cache
 
 FROM ${RUNTIME_IMAGE}
 ARG VERSION=0.1.0
@@ -43,8 +45,15 @@ COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/operator ./operator
-ENV NODE_ENV=production
+# Node.js's compile cache, filled here by the runtime's own node as the runtime user (Node keys
+# the cache by both): at run time the operator and the sidecar then neither strip TypeScript nor
+# load the stripper (about 15 MiB less RSS each, docs/BENCHMARKS.md). Only read at run time, so
+# readOnlyRootFilesystem is fine; without it everything works the same, with more memory.
+COPY --from=build --chown=65532:65532 /app/compile-cache /var/cache/agentcard/node-compile-cache
+ENV NODE_ENV=production \
+    NODE_COMPILE_CACHE=/var/cache/agentcard/node-compile-cache
 USER 65532:65532
+RUN ["/nodejs/bin/node", "/app/bin/warm-compile-cache.js"]
 EXPOSE 8080 9443 8095
 # distroless keeps node at /nodejs/bin/node (not on PATH); no shell is involved. Absolute paths,
 # so `docker run -w /src ... validate --strict manifests/` works from any directory.

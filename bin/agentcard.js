@@ -9,4 +9,5 @@ if (major < 24) {
   );
   process.exit(2);
 }
-await import('../operator/cli/main.ts');
+const { runCli } = await import('../operator/cli/main.ts');
+await runCli(process.argv.slice(2));

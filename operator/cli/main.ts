@@ -54,16 +54,19 @@ async function main(argv: string[]): Promise<number> {
   return module.run(rest);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    // Every failure ends as one line on stderr; stack traces only when asked for.
-    const code = err instanceof UserError ? err.exitCode : 1;
-    process.stderr.write(`agentcard: ${describeError(err)}\n`);
-    if (process.env.AGENTCARD_DEBUG && err instanceof Error && err.stack)
-      process.stderr.write(err.stack + '\n');
-    process.exitCode = code;
-  },
-);
+/** Runs one command line and sets the exit code (bin/agentcard.js calls this). */
+export async function runCli(argv: string[]): Promise<void> {
+  await main(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      // Every failure ends as one line on stderr; stack traces only when asked for.
+      const code = err instanceof UserError ? err.exitCode : 1;
+      process.stderr.write(`agentcard: ${describeError(err)}\n`);
+      if (process.env.AGENTCARD_DEBUG && err instanceof Error && err.stack)
+        process.stderr.write(err.stack + '\n');
+      process.exitCode = code;
+    },
+  );
+}

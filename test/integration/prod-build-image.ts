@@ -74,6 +74,8 @@ export type ImageLayout = {
   env: Record<string, string>;
   /** The RUN lines of the build stage, for assertions. */
   buildRuns: string[];
+  /** The RUN lines of the runtime stage (exec form), to be replayed by the caller. */
+  runtimeRuns: string[][];
   /** The paths the build stage copies from the build context. */
   contextSources: string[];
 };
@@ -94,6 +96,15 @@ export function buildImageLayout(outDir: string, install: (dir: string) => void)
     copyFromContext(ins.args, buildDir, buildWorkdir);
   }
   install(buildDir);
+  // Directories the build stage's RUN lines create with `mkdir -p` (for the runtime stage to copy).
+  for (const run of build.instructions.filter((i) => i.op === 'RUN')) {
+    for (const m of run.args.join(' ').matchAll(/mkdir -p((?:\s+[\w./-]+)+)/g)) {
+      for (const dir of m[1]!.trim().split(/\s+/))
+        mkdirSync(join(buildDir, posix.relative(buildWorkdir, posix.resolve(buildWorkdir, dir))), {
+          recursive: true,
+        });
+    }
+  }
 
   const workdir = lastArg(runtime, 'WORKDIR') ?? '/';
   const rootDir = join(outDir, 'root');
@@ -127,6 +138,7 @@ export function buildImageLayout(outDir: string, install: (dir: string) => void)
     user: lastArg(runtime, 'USER') ?? 'root',
     env,
     buildRuns: build.instructions.filter((i) => i.op === 'RUN').map((i) => i.args.join(' ')),
+    runtimeRuns: runtime.instructions.filter((i) => i.op === 'RUN').map((i) => i.args),
     contextSources: build.instructions
       .filter((i) => i.op === 'COPY' && !i.flags.from)
       .flatMap((i) => i.args.slice(0, -1).map((a) => a.replace(/^\.\/|\/$/g, ''))),

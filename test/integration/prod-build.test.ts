@@ -49,11 +49,24 @@ beforeAll(() => {
       throw new Error(`npm ci --omit=dev failed:\n${why.slice(0, 6).join('\n')}`);
     }
   });
+  // The runtime stage's RUN lines (exec form: the image's node and a script in it), as the
+  // runtime user would run them; here they warm the compile cache.
+  for (const argv of image.runtimeRuns) {
+    const [bin, ...args] = argv;
+    expect(bin).toMatch(/\/node$/);
+    const inImage = args.map((a) => (a.startsWith('/') ? join(image.rootDir, a) : a));
+    const r = spawnSync(node, inImage, { env: imageEnv(), encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`RUN ${argv.join(' ')} failed: ${r.stderr}`);
+  }
 }, 300_000);
 
 afterAll(() => {
   if (out) rmSync(out, { recursive: true, force: true });
 });
+
+function compileCacheDir(): string {
+  return join(image.rootDir, image.env.NODE_COMPILE_CACHE ?? '/nonexistent');
+}
 
 /** The image's command line: ENTRYPOINT + args, with its node replaced by Node.js 24. */
 function imageArgv(args: string[], readable: string[] = []): [string, string[]] {
@@ -62,8 +75,12 @@ function imageArgv(args: string[], readable: string[] = []): [string, string[]] 
   const app = join(image.rootDir, image.workdir);
   const permission = [
     '--permission',
-    ...[app + '/', ...readable].map((path) => `--allow-fs-read=${path}`),
+    ...[app + '/', compileCacheDir() + '/', ...readable].map((path) => `--allow-fs-read=${path}`),
     `--allow-fs-write=${writable}/`,
+    // Under the permission model Node uses a compile cache only where it may also write; the
+    // image's read-only root file system only refuses the writes (there are none on a warm cache,
+    // which the test below checks).
+    `--allow-fs-write=${compileCacheDir()}/`,
   ];
   // Absolute paths in the ENTRYPOINT are paths inside the image.
   const inImage = entry.map((a) => (a.startsWith('/') ? join(image.rootDir, a) : a));
@@ -80,8 +97,12 @@ function runImage(args: string[], readable: string[] = []) {
   });
 }
 
+/** The image's ENV, its absolute paths mapped into the layout. */
 function imageEnv(): NodeJS.ProcessEnv {
-  return { ...image.env, PATH: '/nonexistent', HOME: '/nonexistent', TMPDIR: writable };
+  const env = Object.fromEntries(
+    Object.entries(image.env).map(([k, v]) => [k, v.startsWith('/') ? join(image.rootDir, v) : v]),
+  );
+  return { ...env, PATH: '/nonexistent', HOME: '/nonexistent', TMPDIR: writable };
 }
 
 describe('the Dockerfile', () => {
@@ -137,6 +158,23 @@ describe('the production build runs', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('operator');
     expect(r.stdout).toContain('sidecar');
+  });
+
+  it('finds every TypeScript module in the compile cache that the image build warmed', () => {
+    for (const command of ['sidecar', 'operator']) {
+      const [bin, argv] = imageArgv([command, '--help']);
+      const r = spawnSync(bin, argv, {
+        cwd: join(image.rootDir, image.workdir),
+        env: { ...imageEnv(), NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const hits = r.stderr.match(/retrieving transpile cache for StrippedTypeScript .*success/g) ?? [];
+      expect(hits.length, command).toBeGreaterThan(5);
+      // A miss would make Node load its TypeScript stripper at run time.
+      expect(r.stderr, command).not.toMatch(/no transpile cache|saving transpilation cache/);
+    }
   });
 
   it('every subcommand loads and answers --help', () => {
