@@ -130,8 +130,8 @@ export class HeadParser {
 
   parse(buf: Buffer): ParseResult {
     const known = this.bytes;
-    // A buffer that starts with the remembered bytes has its first empty line where they end
-    // (they end with it and contain no earlier one), so its head is exactly those bytes.
+    // parseRequestHead reads no byte after the empty line that ends the head, so a buffer that
+    // starts with the remembered bytes (pipelined requests may follow) has the same result.
     if (
       known !== undefined &&
       (buf.length === known.length
@@ -142,7 +142,10 @@ export class HeadParser {
     }
     const result = parseRequestHead(buf, this.maxHeadBytes);
     if (result.kind === 'request' && result.length <= REMEMBERED_HEAD_BYTES) {
-      this.bytes = Buffer.from(buf.subarray(0, result.length)); // a copy: buf is the socket's
+      // A copy of its own size: buf belongs to the socket, and a slice of Buffer's shared pool
+      // would keep a whole pool block alive for as long as the connection lasts.
+      this.bytes = Buffer.allocUnsafeSlow(result.length);
+      buf.copy(this.bytes, 0, 0, result.length);
       this.result = result;
     }
     return result;
