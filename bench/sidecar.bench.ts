@@ -80,6 +80,8 @@ interface LoadResult {
   total: number;
   /** Server CPU time (user + system, all threads and children) per request, microseconds. */
   cpuUsPerRequest?: number;
+  /** Share of its core the load generator (wrk) used during the run, 0..1. */
+  loadGeneratorBusy?: number;
 }
 
 interface Row {
@@ -411,10 +413,26 @@ function medianOf(values: number[]): number {
 }
 
 function runWrk(url: string, seconds: number): LoadResult {
-  const [cmd, argv] = pin(1, WRK!, ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', url]);
+  // wrk runs under a shell whose `times` then prints the CPU time of its children (user and
+  // system, last line): how busy the load generator's own core was.
+  const [cmd, argv] = pin(1, '/bin/sh', [
+    '-c',
+    '"$@" || exit $?; times',
+    'sh',
+    WRK!,
+    '-t1',
+    `-c${CONNECTIONS}`,
+    `-d${seconds}s`,
+    '--latency',
+    url,
+  ]);
   const out = spawnSync(cmd, argv, { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
   if (out.status !== 0) throw new Error(`wrk failed: ${out.stderr}`);
   const text = out.stdout;
+  const times = /(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$/.exec(text);
+  const wrkCpu = times
+    ? Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4])
+    : NaN;
   const ms = (label: string) => {
     const m = new RegExp(`^\\s*${label}\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(text);
     if (!m) return NaN;
@@ -430,6 +448,7 @@ function runWrk(url: string, seconds: number): LoadResult {
     non2xx,
     errors: errors ? errors.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
     total: Number(/(\d+) requests in/.exec(text)?.[1] ?? 0),
+    loadGeneratorBusy: wrkCpu / seconds,
   };
 }
 
@@ -557,14 +576,16 @@ function renderSection(rows: Row[], haveNginx: boolean): string {
       'compared with are back to back and a drift in the load of the shared machine favours no target. ' +
       "The table shows each target's median run by requests/s (p50 and p99 are that run's) and its median " +
       'CPU time per request over all rounds (server process tree, user + system, from /proc: it moves much ' +
-      'less than requests/s when other work competes for the cores). ' +
+      'less than requests/s when other work competes for the cores). "Load generator core busy" is the CPU ' +
+      "time of wrk over the run's length: near 100%, the load generator rather than the server sets the pace, " +
+      'so requests/s understate that server. ' +
       `RSS is read from /proc (master + workers for nginx) after exactly ${MEMORY_REQUESTS.toLocaleString('en')} ` +
       'requests on a fresh process, and again after the throughput rounds. ' +
       `Load average of the machine: ${machineLoad.before.toFixed(1)} before the rounds, ` +
       `${machineLoad.after.toFixed(1)} after (2 cores: above 2 means other work competed).`,
     '',
-    '| target | requests/s | CPU µs/request | requests/s per core (from CPU) | p50 ms | p99 ms | RSS after 10,000 req (MiB) | RSS after load (MiB) | notes |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| target | requests/s | CPU µs/request | requests/s per core (from CPU) | p50 ms | p99 ms | load generator core busy | RSS after 10,000 req (MiB) | RSS after load (MiB) | notes |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
   );
   for (const r of rows) {
     const l = r.load;
@@ -573,8 +594,10 @@ function renderSection(rows: Row[], haveNginx: boolean): string {
         l?.cpuUsPerRequest ? l.cpuUsPerRequest.toFixed(1) : '-'
       } | ${l?.cpuUsPerRequest ? Math.round(1e6 / l.cpuUsPerRequest).toLocaleString('en') : '-'} | ${
         l ? l.p50.toFixed(2) : '-'
-      } | ${
-        l ? l.p99.toFixed(2) : '-'
+      } | ${l ? l.p99.toFixed(2) : '-'} | ${
+        l?.loadGeneratorBusy !== undefined && !Number.isNaN(l.loadGeneratorBusy)
+          ? `${Math.round(l.loadGeneratorBusy * 100)}%`
+          : '-'
       } | ${mib(r.rssAfter10k)} | ${r.rssAfterLoad ? mib(r.rssAfterLoad) : '-'} | ${r.target.note}${
         l && (l.non2xx || l.errors) ? `; ${l.non2xx} non-2xx, ${l.errors} errors` : ''
       } |`,

@@ -1,8 +1,9 @@
 /**
  * The strict subset of HTTP/1.1 (RFC 9112) the sidecar needs, on plain TCP sockets: requests
  * without bodies (GET, HEAD, OPTIONS), keep-alive and pipelining, responses written as one
- * prepared buffer. A bare node:http server needs about 1.5x the CPU per request of this one
- * (docs/BENCHMARKS.md, section Sidecar), and a sidecar runs in every agent Pod.
+ * prepared buffer, and a head repeated byte for byte on a connection is not parsed again. A bare
+ * node:http server needs nearly twice the CPU per request of this one (docs/BENCHMARKS.md,
+ * section Sidecar), and a sidecar runs in every agent Pod.
  *
  * Anything outside the subset ends the connection after an error answer, so there is no state in
  * which this server and a proxy in front of it could disagree about where a message ends:
