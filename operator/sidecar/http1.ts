@@ -1,8 +1,9 @@
 /**
  * The strict subset of HTTP/1.1 (RFC 9112) the sidecar needs, on plain TCP sockets: requests
  * without bodies (GET, HEAD, OPTIONS), keep-alive and pipelining, responses written as one
- * prepared buffer. A bare node:http server needs about 1.5x the CPU per request of this one
- * (docs/BENCHMARKS.md, section Sidecar), and a sidecar runs in every agent Pod.
+ * prepared buffer, and a head repeated byte for byte on a connection is not parsed again. A bare
+ * node:http server needs nearly twice the CPU per request of this one (docs/BENCHMARKS.md,
+ * section Sidecar), and a sidecar runs in every agent Pod.
  *
  * Anything outside the subset ends the connection after an error answer, so there is no state in
  * which this server and a proxy in front of it could disagree about where a message ends:
@@ -15,13 +16,14 @@
  */
 import type { Socket } from 'node:net';
 
+/** A parsed request head. Read-only: a connection hands the same head out for repeats of it. */
 export interface RequestHead {
-  method: string;
+  readonly method: string;
   /** The path and query (origin-form; absolute-form targets are reduced to it). */
-  target: string;
-  version: '1.0' | '1.1';
+  readonly target: string;
+  readonly version: '1.0' | '1.1';
   /** Lowercase names; repeated fields joined with ", " (RFC 9110 section 5.3). */
-  headers: Record<string, string>;
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 export type ParseResult =
@@ -107,6 +109,50 @@ export function parseRequestHead(buf: Buffer, maxHeadBytes: number): ParseResult
   return { kind: 'request', head: { method, target, version, headers }, length: end + 4 };
 }
 
+/** Heads up to this size are remembered by HeadParser (a browser's are well below it). */
+export const REMEMBERED_HEAD_BYTES = 2048;
+
+/**
+ * parseRequestHead with a memory of the last head it accepted. A client on a keep-alive
+ * connection usually sends the same head bytes again and again, and parseRequestHead is a pure
+ * function of those bytes, so a byte-for-byte repeat gets the same result without being parsed
+ * again. Only an exact repeat of a head that was accepted takes this path: any other byte
+ * sequence, however close, goes through the full parser and all of its refusals.
+ */
+export class HeadParser {
+  private readonly maxHeadBytes: number;
+  /** The bytes of the remembered head, from the start of the buffer to its empty line. */
+  private bytes: Buffer | undefined;
+  private result: ParseResult | undefined;
+
+  constructor(maxHeadBytes: number) {
+    this.maxHeadBytes = maxHeadBytes;
+  }
+
+  parse(buf: Buffer): ParseResult {
+    const known = this.bytes;
+    // parseRequestHead reads no byte after the empty line that ends the head, so a buffer that
+    // starts with the remembered bytes (pipelined requests may follow) has the same result.
+    if (
+      known !== undefined &&
+      (buf.length === known.length
+        ? buf.equals(known)
+        : buf.length > known.length && known.compare(buf, 0, known.length) === 0)
+    ) {
+      return this.result!;
+    }
+    const result = parseRequestHead(buf, this.maxHeadBytes);
+    if (result.kind === 'request' && result.length <= REMEMBERED_HEAD_BYTES) {
+      // A copy of its own size: buf belongs to the socket, and a slice of Buffer's shared pool
+      // would keep a whole pool block alive for as long as the connection lasts.
+      this.bytes = Buffer.allocUnsafeSlow(result.length);
+      buf.copy(this.bytes, 0, 0, result.length);
+      this.result = result;
+    }
+    return result;
+  }
+}
+
 /** RFC 9112 section 3.2: origin-form, absolute-form (reduced to its path) and `*` for OPTIONS. */
 function originForm(target: string, method: string): string | undefined {
   if (target.startsWith('/')) return target;
@@ -118,12 +164,13 @@ function originForm(target: string, method: string): string | undefined {
 }
 
 /** True when the request announces a body (which is never read). */
-export function announcesBody(headers: Record<string, string>): boolean {
+export function announcesBody(headers: Readonly<Record<string, string>>): boolean {
   return headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
 }
 
 /** Whether the connection stays open after this request (RFC 9112 section 9.3). */
 export function keepAlive(head: RequestHead): boolean {
+  if (head.headers.connection === undefined) return head.version === '1.1';
   const tokens = (head.headers.connection ?? '')
     .toLowerCase()
     .split(',')
@@ -145,23 +192,24 @@ const REASONS: Record<number, string> = {
   505: 'HTTP Version Not Supported',
 };
 
+/** An answer to write. Never changed once made: its bytes are built once and then reused. */
 export interface Reply {
-  status: number;
+  readonly status: number;
   /** Flat [name, value, ...]; values are the server's own (no CR or LF). */
-  headers: string[];
-  body?: Buffer | undefined;
+  readonly headers: readonly string[];
+  readonly body?: Buffer | undefined;
 }
 
 /**
- * Serializes responses. The header lists (and bodies) of prepared documents and fixed answers
- * are stable objects, so each complete response is built once per list, body and second (the
- * Date field) and then written as it is.
+ * Serializes responses. The replies of prepared documents and fixed answers are stable objects,
+ * so each complete response is built once per reply and second (the Date field) and then
+ * written as it is.
  */
 export class ResponseWriter {
   private readonly keepAliveSeconds: number;
   private second = -1;
   private dateLine = '';
-  private readonly cache = new WeakMap<string[], CacheEntry[]>();
+  private readonly cache = new WeakMap<Reply, CacheEntry>();
 
   constructor(keepAliveSeconds: number) {
     this.keepAliveSeconds = keepAliveSeconds;
@@ -170,13 +218,12 @@ export class ResponseWriter {
   /** The complete response: status line, fields, the empty line and the body. */
   bytes(reply: Reply, close: boolean): Buffer {
     const now = Math.floor(Date.now() / 1000);
+    const hit = this.cache.get(reply);
+    if (hit !== undefined && hit.second === now) return close ? hit.close : hit.open;
     if (now !== this.second) {
       this.second = now;
       this.dateLine = `Date: ${new Date(now * 1000).toUTCString()}\r\n`;
     }
-    let entries = this.cache.get(reply.headers);
-    const hit = entries?.find((e) => e.status === reply.status && e.body === reply.body && e.second === now);
-    if (hit) return close ? hit.close : hit.open;
     let text = `HTTP/1.1 ${reply.status} ${REASONS[reply.status] ?? 'Unknown'}\r\n`;
     for (let i = 0; i < reply.headers.length; i += 2)
       text += `${reply.headers[i]}: ${reply.headers[i + 1]}\r\n`;
@@ -186,23 +233,16 @@ export class ResponseWriter {
       return reply.body ? Buffer.concat([head, reply.body]) : head;
     };
     const entry: CacheEntry = {
-      status: reply.status,
-      body: reply.body,
       second: now,
       open: build(`Connection: keep-alive\r\nKeep-Alive: timeout=${this.keepAliveSeconds}\r\n`),
       close: build('Connection: close\r\n'),
     };
-    // At most one entry per status and body (GET and HEAD share a header list).
-    entries = (entries ?? []).filter((e) => e.status !== entry.status || e.body !== entry.body);
-    entries.push(entry);
-    this.cache.set(reply.headers, entries);
+    this.cache.set(reply, entry);
     return close ? entry.close : entry.open;
   }
 }
 
 interface CacheEntry {
-  status: number;
-  body: Buffer | undefined;
   second: number;
   open: Buffer;
   close: Buffer;
@@ -224,6 +264,7 @@ export function serveConnection(socket: Socket, opts: ConnectionOptions): void {
   let pending: Buffer | undefined;
   let headStartedAt = 0;
   let closing = false;
+  const heads = new HeadParser(opts.maxHeadBytes);
   socket.setNoDelay(true);
   socket.setTimeout(opts.keepAliveMs, () => socket.destroy());
   socket.on('error', () => socket.destroy());
@@ -262,7 +303,7 @@ export function serveConnection(socket: Socket, opts: ConnectionOptions): void {
 
   const work = () => {
     while (pending && pending.length > 0 && !closing && !socket.isPaused()) {
-      const parsed = parseRequestHead(pending, opts.maxHeadBytes);
+      const parsed = heads.parse(pending);
       if (parsed.kind === 'incomplete') {
         if (headStartedAt === 0) headStartedAt = Date.now();
         else if (Date.now() - headStartedAt > opts.headTimeoutMs) fail(408, 'request timeout');

@@ -4,26 +4,19 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { COMMON_HEADERS, CORS_HEADERS, DOCUMENTS } from './version.ts';
-import type { CardVersion, PreparedDocument } from './version.ts';
+import type { CardVersion, PreparedAnswer, PreparedDocument } from './version.ts';
 
-export interface Answer {
-  status: number;
-  /** Flat [name, value, ...] list for `res.writeHead`. */
-  headers: string[];
-  body?: Buffer;
-  /** Metrics label: the well-known path, or `other` (bounded cardinality). */
-  route: string;
-}
+/** Every answer is prepared once (per version, or at start) and never changed. */
+export type Answer = PreparedAnswer;
 
 export interface RequestLine {
   method: string;
   /** The request target (path and query). */
   url: string;
-  headers: IncomingHttpHeaders;
+  headers: Readonly<IncomingHttpHeaders>;
 }
 
 export const ALLOW = 'GET, HEAD, OPTIONS';
-const KNOWN_PATHS: ReadonlySet<string> = new Set(DOCUMENTS.map((d) => d.path));
 
 const textAnswer = (status: number, text: string, extra: string[] = []) => {
   const body = Buffer.from(text + '\n');
@@ -61,28 +54,46 @@ const PREFLIGHT = {
   ],
 };
 
+/** The fixed answers, labelled with their route once (so no request allocates one). */
+const OTHER: Answer = { ...NOT_FOUND, route: 'other' };
+const FIXED: ReadonlyMap<
+  string,
+  Record<'notFound' | 'notAllowed' | 'notLoaded' | 'options' | 'preflight', Answer>
+> = new Map(
+  DOCUMENTS.map(({ path: route }) => [
+    route,
+    {
+      notFound: { ...NOT_FOUND, route },
+      notAllowed: { ...NOT_ALLOWED, route },
+      notLoaded: { ...NOT_LOADED, route },
+      options: { ...OPTIONS_PLAIN, route },
+      preflight: { ...PREFLIGHT, route },
+    },
+  ]),
+);
+
 export function answer(req: RequestLine, version: CardVersion | undefined): Answer {
   const q = req.url.indexOf('?');
   const path = q < 0 ? req.url : req.url.slice(0, q);
-  if (!KNOWN_PATHS.has(path)) return { ...NOT_FOUND, route: 'other' };
+  const fixed = FIXED.get(path);
+  if (fixed === undefined) return OTHER;
 
   switch (req.method) {
     case 'GET':
     case 'HEAD': {
-      if (!version) return { ...NOT_LOADED, route: path };
+      if (!version) return fixed.notLoaded;
       const doc = version.documents.get(path);
-      if (!doc) return { ...NOT_FOUND, route: path };
-      if (notModified(req.headers, doc)) return { status: 304, headers: doc.headers304, route: path };
-      const body = req.method === 'GET' ? doc.body : undefined;
-      return { status: 200, headers: doc.headers200, body, route: path };
+      if (!doc) return fixed.notFound;
+      if (notModified(req.headers, doc)) return doc.answers.notModified;
+      return req.method === 'GET' ? doc.answers.get : doc.answers.head;
     }
     case 'OPTIONS': {
       const preflight =
         req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
-      return { ...(preflight ? PREFLIGHT : OPTIONS_PLAIN), route: path };
+      return preflight ? fixed.preflight : fixed.options;
     }
     default:
-      return { ...NOT_ALLOWED, route: path };
+      return fixed.notAllowed;
   }
 }
 
@@ -90,7 +101,7 @@ export function answer(req: RequestLine, version: CardVersion | undefined): Answ
  * Conditional GET (RFC 9110 section 13.2.2): If-None-Match wins over If-Modified-Since; the
  * latter is only evaluated when the former is absent.
  */
-export function notModified(headers: IncomingHttpHeaders, doc: PreparedDocument): boolean {
+export function notModified(headers: Readonly<IncomingHttpHeaders>, doc: PreparedDocument): boolean {
   const inm = headers['if-none-match'];
   if (inm !== undefined) return etagListMatches(inm, doc.etag);
   const ims = headers['if-modified-since'];

@@ -37,6 +37,18 @@ export interface PreparedDocument {
   /** Flat [name, value, ...] lists for `res.writeHead`, built once per version. */
   headers200: string[];
   headers304: string[];
+  /** The answers to GET, HEAD and a revalidation, labelled with the path for metrics. */
+  answers: Record<'get' | 'head' | 'notModified', PreparedAnswer>;
+}
+
+/** An answer built once, never per request (the shape respond.ts returns). */
+export interface PreparedAnswer {
+  readonly status: number;
+  /** Flat [name, value, ...] list. */
+  readonly headers: readonly string[];
+  readonly body?: Buffer;
+  /** Metrics label: the well-known path, or `other` (bounded cardinality). */
+  readonly route: string;
 }
 
 export interface CardVersion {
@@ -89,7 +101,7 @@ export function prepareVersion(files: FileSet, opts: { defaultMaxAgeSeconds: num
     const problem = doc.check(parsed);
     if (problem) return { ok: false, problem };
     if (doc.file === 'agent-card.json') cardVersion = (parsed as { version: string }).version;
-    documents.set(doc.path, prepareDocument(content, maxAge));
+    documents.set(doc.path, prepareDocument(doc.path, content, maxAge));
   }
   const digest = 'sha256:' + createHash('sha256').update(files.get('agent-card.json')!.bytes).digest('hex');
   return { ok: true, version: { documents, digest, cardVersion, maxAgeSeconds: maxAge } };
@@ -105,7 +117,7 @@ function parseMaxAge(content: FileContent | undefined, fallback: number): number
   return value;
 }
 
-function prepareDocument(content: FileContent, maxAgeSeconds: number): PreparedDocument {
+function prepareDocument(route: string, content: FileContent, maxAgeSeconds: number): PreparedDocument {
   const body = Buffer.from(content.bytes); // a private copy: the caller's buffer may be reused
   const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
   const lastModifiedSeconds = Math.floor(content.mtimeMs / 1000);
@@ -127,5 +139,10 @@ function prepareDocument(content: FileContent, maxAgeSeconds: number): PreparedD
     String(body.length),
     ...headers304,
   ];
-  return { body, etag, lastModifiedSeconds, headers200, headers304 };
+  const answers = {
+    get: { status: 200, headers: headers200, body, route },
+    head: { status: 200, headers: headers200, route },
+    notModified: { status: 304, headers: headers304, route },
+  };
+  return { body, etag, lastModifiedSeconds, headers200, headers304, answers };
 }

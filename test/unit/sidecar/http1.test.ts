@@ -2,6 +2,8 @@ import { connect, createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  HeadParser,
+  REMEMBERED_HEAD_BYTES,
   ResponseWriter,
   announcesBody,
   keepAlive,
@@ -11,6 +13,30 @@ import {
 import type { RequestHead } from '../../../operator/sidecar/http1.ts';
 
 const parse = (text: string, max = 8192) => parseRequestHead(Buffer.from(text, 'latin1'), max);
+
+// Refused heads, each with the status and message parseRequestHead gives it.
+const REFUSED: [string, number, string][] = [
+  ['GET  / HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed request line'],
+  ['GET / HTTP/1.1 x\r\nHost: a\r\n\r\n', 400, 'malformed request line'],
+  ['G(T / HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed method'],
+  ['GET / HTTP/2.0\r\nHost: a\r\n\r\n', 505, 'HTTP version not supported'],
+  ['GET / HTTX/1.1\r\nHost: a\r\n\r\n', 400, 'malformed HTTP version'],
+  ['GET foo HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed request target'],
+  ['GET * HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed request target'],
+  ['GET / HTTP/1.1\r\n\r\n', 400, 'missing Host'],
+  ['GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'repeated host'],
+  ['GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n  folded\r\n\r\n', 400, 'obsolete line folding'],
+  ['GET / HTTP/1.1\r\nHost: a\r\nX : 1\r\n\r\n', 400, 'malformed header field name'],
+  ['GET / HTTP/1.1\r\nHost: a\r\nno colon\r\n\r\n', 400, 'malformed header field'],
+  ['GET / HTTP/1.1\r\nHost: a\r\nX: a\nb\r\n\r\n', 400, 'malformed header field value'],
+  ['GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n', 400, 'malformed header field value'],
+  [
+    'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n',
+    400,
+    'repeated content-length',
+  ],
+  ['GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n', 400, 'malformed Content-Length'],
+];
 
 describe('parseRequestHead', () => {
   it('parses a request head and says where it ends', () => {
@@ -49,34 +75,80 @@ describe('parseRequestHead', () => {
     expect(q.kind === 'request' && q.head.target).toBe('/?x');
   });
 
-  it.each([
-    ['GET  / HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed request line'],
-    ['GET / HTTP/1.1 x\r\nHost: a\r\n\r\n', 400, 'malformed request line'],
-    ['G(T / HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed method'],
-    ['GET / HTTP/2.0\r\nHost: a\r\n\r\n', 505, 'HTTP version not supported'],
-    ['GET / HTTX/1.1\r\nHost: a\r\n\r\n', 400, 'malformed HTTP version'],
-    ['GET foo HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed request target'],
-    ['GET * HTTP/1.1\r\nHost: a\r\n\r\n', 400, 'malformed request target'],
-    ['GET / HTTP/1.1\r\n\r\n', 400, 'missing Host'],
-    ['GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'repeated host'],
-    ['GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n  folded\r\n\r\n', 400, 'obsolete line folding'],
-    ['GET / HTTP/1.1\r\nHost: a\r\nX : 1\r\n\r\n', 400, 'malformed header field name'],
-    ['GET / HTTP/1.1\r\nHost: a\r\nno colon\r\n\r\n', 400, 'malformed header field'],
-    ['GET / HTTP/1.1\r\nHost: a\r\nX: a\nb\r\n\r\n', 400, 'malformed header field value'],
-    ['GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n', 400, 'malformed header field value'],
-    [
-      'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n',
-      400,
-      'repeated content-length',
-    ],
-    ['GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n', 400, 'malformed Content-Length'],
-  ])('refuses %j with %i', (text, status, message) => {
+  it.each(REFUSED)('refuses %j with %i', (text, status, message) => {
     expect(parse(text)).toEqual({ kind: 'error', status, message });
   });
 
   it('accepts OPTIONS * and an HTTP/1.0 request without Host', () => {
     expect(parse('OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n').kind).toBe('request');
     expect(parse('GET / HTTP/1.0\r\n\r\n').kind).toBe('request');
+  });
+});
+
+describe('HeadParser', () => {
+  const CARD_GET = 'GET /.well-known/agent-card.json HTTP/1.1\r\nHost: agent.example\r\nAccept: */*\r\n\r\n';
+  const bytes = (text: string) => Buffer.from(text, 'latin1');
+
+  it('gives a byte-for-byte repeat the same result without parsing it again', () => {
+    const p = new HeadParser(8192);
+    const first = p.parse(bytes(CARD_GET));
+    expect(first).toEqual(parse(CARD_GET));
+    // The very same object: the remembered result, not a second parse.
+    expect(p.parse(bytes(CARD_GET))).toBe(first);
+    // With a pipelined request behind it, the head and its length are the same.
+    expect(p.parse(bytes(CARD_GET + 'GET / HTTP/1.1\r\n'))).toBe(first);
+    // A buffer that ends before the head does is incomplete, not the remembered head.
+    expect(p.parse(bytes(CARD_GET.slice(0, -1)))).toEqual({ kind: 'incomplete' });
+  });
+
+  it('never lets a near-repeat of a remembered head skip a refusal', () => {
+    const valid = [
+      CARD_GET,
+      'GET / HTTP/1.1\r\nHost: a\r\n\r\n',
+      '\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n',
+      'HEAD /.well-known/jwks.json HTTP/1.0\r\n\r\n',
+      'OPTIONS * HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n',
+    ];
+    const inputs = [...valid, ...REFUSED.map(([text]) => text)];
+    // Every input after every remembered head: the same outcome as a fresh parse.
+    for (const remembered of valid) {
+      for (const text of inputs) {
+        const p = new HeadParser(8192);
+        p.parse(bytes(remembered));
+        expect(p.parse(bytes(text)), `${JSON.stringify(remembered)} then ${JSON.stringify(text)}`).toEqual(
+          parse(text),
+        );
+      }
+    }
+    // Every single-byte change of a remembered head, including ones that make it malformed
+    // (a bare LF or CR, NUL, a space in a name, a second empty line): parsed in full.
+    const base = bytes(CARD_GET);
+    const p = new HeadParser(8192);
+    let refused = 0;
+    for (let i = 0; i < base.length; i++) {
+      for (const b of [0x00, 0x0a, 0x0d, 0x20, 0x3a, 0x7f, 0x41]) {
+        if (base[i] === b) continue;
+        p.parse(base); // remember the valid head again
+        const changed = Buffer.from(base);
+        changed[i] = b;
+        const fresh = parseRequestHead(changed, 8192);
+        expect(p.parse(changed)).toEqual(fresh);
+        if (fresh.kind === 'error') refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(base.length); // most changes are refusals
+  });
+
+  it('does not remember refused heads or heads over the remembered size', () => {
+    const p = new HeadParser(8192);
+    const bad = 'GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n';
+    expect(p.parse(bytes(bad))).not.toBe(p.parse(bytes(bad)));
+    const big = `GET / HTTP/1.1\r\nHost: a\r\nX: ${'a'.repeat(REMEMBERED_HEAD_BYTES)}\r\n\r\n`;
+    const first = p.parse(bytes(big));
+    expect(first.kind).toBe('request');
+    const second = p.parse(bytes(big));
+    expect(second).toEqual(first);
+    expect(second).not.toBe(first);
   });
 });
 
@@ -98,6 +170,23 @@ describe('keepAlive and announcesBody', () => {
     expect(announcesBody({ 'content-length': '0' })).toBe(false);
     expect(announcesBody({ 'content-length': '10' })).toBe(true);
     expect(announcesBody({ 'transfer-encoding': 'chunked' })).toBe(true);
+  });
+});
+
+describe('ResponseWriter', () => {
+  it('builds the bytes of a reply once per second and keeps Connection per request', () => {
+    const writer = new ResponseWriter(5);
+    const reply = { status: 200, headers: ['Content-Length', '2'], body: Buffer.from('ok') };
+    const open = writer.bytes(reply, false);
+    expect(writer.bytes(reply, false)).toBe(open);
+    const text = open.toString('latin1');
+    expect(text).toMatch(
+      /^HTTP\/1\.1 200 OK\r\nContent-Length: 2\r\nDate: \w{3}, \d\d \w{3} \d{4} [\d:]{8} GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\nok$/,
+    );
+    expect(writer.bytes(reply, true).toString('latin1')).toMatch(/\r\nConnection: close\r\n\r\nok$/);
+    // Another reply with the same header list is its own answer.
+    const head = { status: 200, headers: reply.headers };
+    expect(writer.bytes(head, false).toString('latin1')).toMatch(/\r\n\r\n$/);
   });
 });
 
@@ -165,6 +254,20 @@ describe('serveConnection', () => {
     expect(text.match(/Connection: keep-alive/g)).toHaveLength(3);
     expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\nContent-Length: 16\r\nDate: .+ GMT\r\n/);
     expect(closedByServer).toBe(false);
+  });
+
+  it('refuses a malformed near-repeat of the request before it on the same connection', async () => {
+    const { port, seen } = await start();
+    const good = 'GET /a HTTP/1.1\r\nHost: x\r\n\r\n';
+    const { text, closedByServer } = await exchange(
+      port,
+      [good, good, 'GET /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n'],
+      { pauseMs: 20, endAfterMs: 2000 },
+    );
+    expect(seen).toEqual(['GET /a', 'GET /a']);
+    expect(text.match(/HTTP\/1\.1 \d+/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 400']);
+    expect(text).toContain('repeated host');
+    expect(closedByServer).toBe(true);
   });
 
   it('assembles a request that arrives byte by byte', async () => {

@@ -106,6 +106,26 @@ describe('answer', () => {
     expect(a.status).toBe(503);
   });
 
+  it('answers every request with an answer prepared before it, not a new object', () => {
+    for (const [method, url, headers] of [
+      ['GET', CARD, {}],
+      ['HEAD', CARD, {}],
+      ['GET', CARD, { 'if-none-match': etag }],
+      ['GET', '/nope', {}],
+      ['DELETE', CARD, {}],
+      ['OPTIONS', CARD, {}],
+      ['OPTIONS', CARD, { origin: 'https://a.example', 'access-control-request-method': 'GET' }],
+    ] as const) {
+      expect(answer({ method, url, headers }, v)).toBe(answer({ method, url, headers }, v));
+    }
+    expect(answer({ method: 'GET', url: CARD, headers: {} }, undefined)).toBe(
+      answer({ method: 'GET', url: CARD, headers: {} }, undefined),
+    );
+    expect(answer({ method: 'GET', url: CARD, headers: {} }, v)).not.toBe(
+      answer({ method: 'HEAD', url: CARD, headers: {} }, v),
+    );
+  });
+
   it('answers with the prepared header lists themselves, never copies or changes them', () => {
     const before = [...v.documents.get(CARD)!.headers200];
     expect(answer({ method: 'GET', url: CARD, headers: {} }, v).headers).toBe(
