@@ -1,0 +1,108 @@
+/**
+ * The floor of the controller scale benchmark (bench/scale.bench.ts): a bare script that makes
+ * the operator's writes for every AgentCard of a namespace and nothing else. Per card, a
+ * ConfigMap apply then a status apply, `--concurrency` cards at a time, and the Published Event
+ * sent in the background with 2 in flight (as the operator's recorder). It runs as its own
+ * process, loads the kubeconfig and the REST client the way the operator does
+ * (operator/kube/client.ts), and reads the AgentCards first (their uids go into the
+ * ownerReferences), so that it is timed exactly like the operator: from process start.
+ *
+ * Run by the benchmark: `node bench/scale-floor.ts --kubeconfig F --namespace NS --concurrency N
+ * --data FILE` (FILE: the ConfigMap data to publish, as JSON).
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadKubeConfigWithoutGeneratedApis } from '../operator/kube/slim-load.ts';
+
+const { values } = parseArgs({
+  options: {
+    kubeconfig: { type: 'string' },
+    namespace: { type: 'string' },
+    concurrency: { type: 'string', default: '4' },
+    data: { type: 'string' },
+    // Load the modules and exit (fills the compile cache before the timed runs).
+    warm: { type: 'boolean', default: false },
+  },
+});
+loadKubeConfigWithoutGeneratedApis();
+const { GROUP, PLURAL, VERSION } = await import('../operator/card/resource.ts');
+const { applyConfigMap, applyStatus, createEvent } = await import('../operator/kube/api.ts');
+const { KubeClient } = await import('../operator/kube/client.ts');
+const { loadKubeConfig } = await import('../operator/kube/config.ts');
+if (values.warm) process.exit(0);
+
+const namespace = values.namespace!;
+const concurrency = Number(values.concurrency);
+const data = JSON.parse(readFileSync(values.data!, 'utf8')) as Record<string, string>;
+const client = new KubeClient(loadKubeConfig({ kubeconfig: values.kubeconfig }));
+const resource = { group: GROUP, version: VERSION, plural: PLURAL };
+const list = await client.request<{ items: Array<{ metadata: { name: string; uid: string } }> }>(
+  'GET',
+  `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`,
+);
+
+const events: Array<() => Promise<unknown>> = [];
+let sending = 0;
+let drained: (() => void) | undefined;
+const send = () => {
+  while (sending < 2 && events.length > 0) {
+    sending += 1;
+    void events.shift()!().finally(() => {
+      sending -= 1;
+      send();
+      if (sending === 0 && events.length === 0) drained?.();
+    });
+  }
+};
+
+let next = 0;
+const worker = async () => {
+  while (next < list.items.length) {
+    const { name, uid } = list.items[next++]!.metadata;
+    const owner = { apiVersion: `${GROUP}/${VERSION}`, kind: 'AgentCard', name, uid };
+    await applyConfigMap(client, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: `${name}-agent-card`,
+        namespace,
+        labels: { 'app.kubernetes.io/managed-by': 'bench-floor', 'agentcard.dev/card': name },
+        ownerReferences: [{ ...owner, controller: true }],
+      },
+      data,
+    });
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    await applyStatus(client, resource, namespace, name, {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'AgentCard',
+      metadata: { name, namespace },
+      status: {
+        observedGeneration: 1,
+        conditions: ['Accepted', 'Signed', 'Published', 'InterfacesReachable', 'Ready'].map((type) => ({
+          type,
+          status: 'True',
+          observedGeneration: 1,
+          reason: type,
+          message: 'bench',
+          lastTransitionTime: now,
+        })),
+      },
+    });
+    events.push(() =>
+      createEvent(client, {
+        namespace,
+        regarding: { ...owner, namespace },
+        type: 'Normal',
+        reason: 'Published',
+        action: 'Publish',
+        note: 'bench',
+        reportingController: 'bench-floor',
+        reportingInstance: 'bench-floor',
+      }),
+    );
+    send();
+  }
+};
+await Promise.all(Array.from({ length: concurrency }, worker));
+if (sending > 0 || events.length > 0) await new Promise<void>((r) => (drained = r));
+process.exit(0);
