@@ -36,6 +36,9 @@ export interface OperatorConfig {
   probes: boolean;
   probeAllowCidrs: string[];
   probeConcurrency: number;
+  probeDenyCidrs: string[];
+  /** Infinity: never rewrite an unchanged lastProbeTime. */
+  probeStatusRefreshMs: number;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -74,6 +77,8 @@ export async function runOperator(
     ? probeWiring({
         allowCidrs: flags.probeAllowCidrs,
         concurrency: flags.probeConcurrency,
+        denyCidrs: flags.probeDenyCidrs,
+        statusRefreshMs: flags.probeStatusRefreshMs,
         registry,
         log,
         liveStatus: (key) => controller?.liveStatus(key),

@@ -94,6 +94,8 @@ export interface VerdictInput {
   /** The latest round of this card's probes, if any. */
   results: readonly ProbeResult[] | undefined;
   now: Date;
+  /** Age of an unchanged interface's lastProbeTime that is worth a write (Infinity: never). */
+  refreshAfterMs?: number;
 }
 
 /** The InterfacesReachable verdict of a reconcile, when probes run (pure). */
@@ -139,6 +141,7 @@ export function interfacesVerdict(input: VerdictInput): InterfacesVerdict & { wr
     results,
     now: input.now,
     generation,
+    ...(input.refreshAfterMs !== undefined ? { refreshAfterMs: input.refreshAfterMs } : {}),
   });
   if (!out.writeNeeded && current) return { ...current, writeNeeded: false };
   const { status, reason, message } = out.condition;
@@ -166,6 +169,10 @@ export function noProbes(): ProbeHooks {
 
 export interface ProbeWiringOptions {
   allowCidrs: string[];
+  /** Ranges never probed, in addition to the built-in ones (e.g. cluster ranges in public space). */
+  denyCidrs?: string[];
+  /** How old an unchanged interface's lastProbeTime may get before it is rewritten (Infinity: never). */
+  statusRefreshMs?: number;
   concurrency: number;
   registry: Registry;
   log: Logger;
@@ -197,8 +204,9 @@ function resolveCredentials(
 /** The probe engine behind the ProbeHooks. */
 export function probeWiring(opts: ProbeWiringOptions): ProbeHooks {
   const latest = new Map<string, ProbeResult[]>();
+  const refresh = opts.statusRefreshMs !== undefined ? { refreshAfterMs: opts.statusRefreshMs } : {};
   const scheduler = new ProbeScheduler({
-    policy: createAddressPolicy({ allowCidrs: opts.allowCidrs }),
+    policy: createAddressPolicy({ allowCidrs: opts.allowCidrs, denyCidrs: opts.denyCidrs ?? [] }),
     globalConcurrency: opts.concurrency,
     registry: opts.registry,
     logger: opts.log,
@@ -213,6 +221,7 @@ export function probeWiring(opts: ProbeWiringOptions): ProbeHooks {
         results,
         now: new Date(),
         generation: live.generation,
+        ...refresh,
       });
       if (check.writeNeeded) opts.requeue(key);
     },
@@ -225,6 +234,7 @@ export function probeWiring(opts: ProbeWiringOptions): ProbeHooks {
         live,
         results: latest.get(key),
         now: new Date(),
+        ...refresh,
       });
       return verdict;
     },

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
+import { parseCidr } from '../../probe/ip.ts';
 import { setFlagsFromString } from 'node:v8';
 import { loadKubeConfigWithoutGeneratedApis } from '../../kube/slim-load.ts';
 import type { OperatorConfig } from '../../controller/main.ts';
@@ -35,6 +36,9 @@ Probes:
   --no-probes                       do not probe interfaces (InterfacesReachable=Unknown, ProbesDisabled)
   --probe-allow-cidr CIDR           allow probing this otherwise refused range (repeatable)
   --probe-concurrency N             probes in flight at most (default 64)
+  --probe-deny-cidr CIDR            never probe this range (repeatable; e.g. cluster ranges in public space)
+  --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
+                                    (default 10m; 0 = never: no status writes while nothing changes)
 Webhook and sidecar injection:
   --webhook-port PORT               (default 9443; 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -64,6 +68,18 @@ function duration(flag: string, text: string | undefined, fallback: string): num
   } catch {
     throw new UserError(`--${flag} must be a duration such as "30s", "10m" or "1h", got "${value}"`, 2);
   }
+}
+
+/** Repeated CIDR flags, checked here so that a typo is a usage error at start. */
+function cidrs(flag: string, texts: string[] | undefined): string[] {
+  for (const text of texts ?? []) {
+    try {
+      parseCidr(text);
+    } catch (err) {
+      throw new UserError(`--${flag}: ${err instanceof Error ? err.message : String(err)}`, 2);
+    }
+  }
+  return texts ?? [];
 }
 
 function oneOf<T extends string>(
@@ -107,6 +123,8 @@ export function parseOperatorFlags(
         probes: { type: 'boolean', default: true },
         'probe-allow-cidr': { type: 'string', multiple: true },
         'probe-concurrency': { type: 'string' },
+        'probe-deny-cidr': { type: 'string', multiple: true },
+        'probe-status-refresh': { type: 'string' },
         'webhook-port': { type: 'string' },
         'webhook-cert-mode': { type: 'string' },
         'webhook-cert-dir': { type: 'string' },
@@ -155,8 +173,11 @@ export function parseOperatorFlags(
     metricsPort: integer('metrics-port', values['metrics-port'], 8080, 0, 65535),
     bindAddress: values['bind-address'] ?? '0.0.0.0',
     probes: values.probes ?? true,
-    probeAllowCidrs: values['probe-allow-cidr'] ?? [],
+    probeAllowCidrs: cidrs('probe-allow-cidr', values['probe-allow-cidr']),
     probeConcurrency: integer('probe-concurrency', values['probe-concurrency'], 64, 1, 4096),
+    probeDenyCidrs: cidrs('probe-deny-cidr', values['probe-deny-cidr']),
+    probeStatusRefreshMs:
+      duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
     webhook: {
       port: integer('webhook-port', values['webhook-port'], 9443, 0, 65535),
       certMode,

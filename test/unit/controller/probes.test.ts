@@ -87,6 +87,31 @@ describe('interfacesVerdict', () => {
     });
   });
 
+  it('rewrites an unchanged lastProbeTime after the refresh age, or never when told so', () => {
+    const first = interfacesVerdict({
+      spec: spec(),
+      generation: 1,
+      live: {},
+      results: [result(true, 'Reachable')],
+      now: t0,
+    });
+    const live = written(first, 1);
+    const later = new Date(t0.getTime() + 11 * 60_000);
+    const round = (refreshAfterMs?: number) =>
+      interfacesVerdict({
+        spec: spec(),
+        generation: 1,
+        live,
+        results: [result(true, 'Reachable')],
+        now: later,
+        ...(refreshAfterMs !== undefined ? { refreshAfterMs } : {}),
+      });
+    expect(round().writeNeeded).toBe(true); // the default: 10 minutes
+    expect(round().interfaces?.[0]?.lastProbeTime).toBe(later.toISOString());
+    expect(round(Number.POSITIVE_INFINITY).writeNeeded).toBe(false);
+    expect(round(60 * 60_000).writeNeeded).toBe(false);
+  });
+
   it('keeps what the status says until the first round after a restart', () => {
     const first = interfacesVerdict({
       spec: spec(),

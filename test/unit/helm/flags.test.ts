@@ -24,6 +24,9 @@ const combos: Record<string, Record<string, unknown>> = {
     probes: { allowCidrs: ['10.0.0.0/8'], concurrency: 16 },
     sidecar: { mode: 'native' },
   },
+  'probe deny-list, lastProbeTime never refreshed': {
+    probes: { denyCidrs: ['100.64.0.0/10'], statusRefresh: '0' },
+  },
 };
 
 describe('the chart passes flags agentcard operator accepts', () => {
@@ -39,6 +42,13 @@ describe('the chart passes flags agentcard operator accepts', () => {
       if (parsed === 'help') return;
       expect(parsed.namespaces).toEqual((values.watchNamespaces as string[] | undefined) ?? []);
       expect(parsed.probes).toBe((values.probes as { enabled?: boolean } | undefined)?.enabled ?? true);
+      const probes = values.probes as { denyCidrs?: string[]; statusRefresh?: string } | undefined;
+      if (parsed.probes) {
+        expect(parsed.probeDenyCidrs).toEqual(probes?.denyCidrs ?? []);
+        expect(parsed.probeStatusRefreshMs).toBe(
+          probes?.statusRefresh === '0' ? Number.POSITIVE_INFINITY : 600_000,
+        );
+      }
       expect(parsed.webhook.port).toBe(
         (values.webhook as { enabled?: boolean } | undefined)?.enabled === false ? 0 : 9443,
       );
