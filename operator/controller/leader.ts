@@ -10,6 +10,7 @@
  * Writes use the Lease's resourceVersion, so two candidates can never both win the same round.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { describeApiError, isConflict } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
 
 export interface LeaseRecord {
@@ -104,6 +105,8 @@ export class LeaderElector {
   private readonly log: Logger;
   private observed: { record: LeaseRecord | undefined; at: number } = { record: undefined, at: 0 };
   private current: { record: LeaseRecord; resourceVersion: string } | undefined;
+  /** The last failure reported as a warning (each distinct one once, until a round succeeds). */
+  private lastFailure: string | undefined;
   private leading = false;
 
   constructor(
@@ -224,16 +227,22 @@ export class LeaderElector {
       this.remember(record, resourceVersion, now);
       return true;
     } catch (err) {
-      // Conflicts (someone else wrote first) and API errors both mean: not this round.
-      this.log.debug('lease round failed', {
-        identity: this.identity,
-        error: err instanceof Error ? err.message.split('\n', 1)[0] : String(err),
-      });
+      // Conflicts (someone else wrote first) and API errors both mean: not this round. A conflict
+      // is the normal race between replicas; anything else (403 from a missing RBAC rule, an
+      // unreachable API server) is what an operator that never leads needs to say, once.
+      const error = describeApiError(err);
+      if (isConflict(err)) {
+        this.log.debug('lease round failed', { identity: this.identity, error });
+      } else if (error !== this.lastFailure) {
+        this.lastFailure = error;
+        this.log.warn('cannot take or renew the leader lease; retrying', { identity: this.identity, error });
+      }
       return false;
     }
   }
 
   private remember(record: LeaseRecord, resourceVersion: string, now: number): void {
+    this.lastFailure = undefined;
     this.current = { record, resourceVersion };
     this.observed = { record, at: now };
   }

@@ -6,7 +6,12 @@ import { LeaderElector } from '../../operator/controller/leader.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { kubeLeaseStore } from '../../operator/kube/lease.ts';
 import { createLogger } from '../../operator/log.ts';
-import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
+import {
+  createTestNamespace,
+  kubeConfig,
+  serviceAccountKubeConfig,
+  type TestNamespace,
+} from '../support/cluster.ts';
 import {
   Api,
   condition,
@@ -34,6 +39,28 @@ afterAll(async () => {
 });
 
 describe('LeaderElector on a real Lease', () => {
+  it('says once, as a warning, why it cannot take the lease (here: no RBAC for leases)', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger(
+      {},
+      { level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) },
+    );
+    const saKc = await serviceAccountKubeConfig(ns.name, 'no-leases');
+    const elector = new LeaderElector(
+      kubeLeaseStore(new KubeClient(saKc), ns.name, 'denied'),
+      'x',
+      log,
+      fast,
+    );
+    for (let i = 0; i < 3; i++) expect(await elector.tryAcquireOrRenew()).toBe(false);
+    const warnings = lines.filter((l) => l.level === 'warn');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ msg: 'cannot take or renew the leader lease; retrying' });
+    expect(String(warnings[0]!.error)).toMatch(
+      /^HTTP 403: leases\.coordination\.k8s\.io "denied" is forbidden/,
+    );
+  });
+
   it('one holder at a time; release hands over at once; a renew that fails loses the lease', async () => {
     const store = kubeLeaseStore(new KubeClient(kc), ns.name, 'elector-test');
     const a = new LeaderElector(store, 'a', quiet, fast);
