@@ -50,6 +50,7 @@ export interface WatchEvent<T> {
 
 const USER_AGENT = 'agentcard-operator';
 const AUTH_REUSE_MS = 1_000;
+const REQUEST_TIMEOUT_MS = 60_000;
 
 function parseStatus(text: string): ApiError['body'] {
   try {
@@ -133,6 +134,9 @@ export class KubeClient {
       body,
       dispatcher,
       signal: opts.signal,
+      // A stuck request must not hold a reconcile (or the informer's list) for undici's default 5 min.
+      headersTimeout: REQUEST_TIMEOUT_MS,
+      bodyTimeout: REQUEST_TIMEOUT_MS,
     });
     const text = await res.body.text();
     if (res.statusCode < 200 || res.statusCode >= 300) throw new ApiError(res.statusCode, parseStatus(text));
