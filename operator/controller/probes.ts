@@ -76,9 +76,13 @@ function liveVerdict(live: ControllerStatus): InterfacesVerdict | undefined {
   };
 }
 
-const sameTargets = (results: readonly ProbeResult[], spec: AgentCardSpec) =>
-  results.length === spec.card.supportedInterfaces.length &&
-  results.every((r, i) => {
+/** Whether `targets` are the spec's interfaces, in order (probe results or status entries). */
+const sameTargets = (
+  targets: ReadonlyArray<{ url: string; protocolBinding: string; protocolVersion: string }>,
+  spec: AgentCardSpec,
+) =>
+  targets.length === spec.card.supportedInterfaces.length &&
+  targets.every((r, i) => {
     const want = spec.card.supportedInterfaces[i]!;
     return (
       r.url === want.url &&
@@ -112,20 +116,11 @@ export function interfacesVerdict(input: VerdictInput): InterfacesVerdict & { wr
   if (!results || !sameTargets(results, spec)) {
     // No round yet (e.g. just after a restart): what the status says about the same interfaces
     // still stands until the first round; other interfaces are pending.
-    const liveTargets = live.interfaces ?? [];
     const sameAsLive =
       current !== undefined &&
       current.condition.reason !== 'ProbesDisabled' &&
       current.condition.reason !== 'ProbesPending' &&
-      liveTargets.length === spec.card.supportedInterfaces.length &&
-      liveTargets.every((t, i) => {
-        const want = spec.card.supportedInterfaces[i]!;
-        return (
-          t.url === want.url &&
-          t.protocolBinding === want.protocolBinding &&
-          t.protocolVersion === want.protocolVersion
-        );
-      });
+      sameTargets(live.interfaces ?? [], spec);
     if (sameAsLive)
       return {
         ...current,
