@@ -47,18 +47,27 @@ export function applyStatus(
   );
 }
 
-/** A Secret read at reconcile time (no cluster-wide Secret cache); undefined when absent. */
-export async function readSecret(
-  client: KubeClient,
-  namespace: string,
-  name: string,
-): Promise<V1Secret | undefined> {
+/** GET one object; undefined when it does not exist (404). */
+export async function readOptional<T>(client: KubeClient, path: string): Promise<T | undefined> {
   try {
-    return await client.request<V1Secret>('GET', `/api/v1/namespaces/${seg(namespace)}/secrets/${seg(name)}`);
+    return await client.request<T>('GET', path);
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
   }
+}
+
+/** The Secrets of a namespace, or one of them. */
+export const secretPath = (namespace: string, name?: string) =>
+  `/api/v1/namespaces/${seg(namespace)}/secrets${name ? `/${seg(name)}` : ''}`;
+
+/** A Secret read at reconcile time (no cluster-wide Secret cache); undefined when absent. */
+export function readSecret(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+): Promise<V1Secret | undefined> {
+  return readOptional(client, secretPath(namespace, name));
 }
 
 /** Collection paths for watches: cluster-wide, or one namespace. */
@@ -111,17 +120,8 @@ export async function createEvent(client: KubeClient, e: EventInput): Promise<vo
 const leasePath = (namespace: string, name?: string) =>
   `/apis/coordination.k8s.io/v1/namespaces/${seg(namespace)}/leases${name ? `/${seg(name)}` : ''}`;
 
-export async function readLease(
-  client: KubeClient,
-  namespace: string,
-  name: string,
-): Promise<V1Lease | undefined> {
-  try {
-    return await client.request<V1Lease>('GET', leasePath(namespace, name));
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+export function readLease(client: KubeClient, namespace: string, name: string): Promise<V1Lease | undefined> {
+  return readOptional(client, leasePath(namespace, name));
 }
 
 export function createLease(client: KubeClient, namespace: string, lease: V1Lease): Promise<V1Lease> {

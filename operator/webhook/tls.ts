@@ -14,8 +14,9 @@ import { readFile } from 'node:fs/promises';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
 import type { V1MutatingWebhookConfiguration, V1Secret } from '@kubernetes/client-node';
+import { readOptional, readSecret, secretPath } from '../kube/api.ts';
 import { CONTENT_TYPE, type KubeClient } from '../kube/client.ts';
-import { apiStatusCode } from '../kube/errors.ts';
+import { isConflict } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
 import { SECRET_KEYS, renewBundle } from './certs.ts';
 import type { CertBundle } from './certs.ts';
@@ -32,8 +33,6 @@ export interface CertSource {
   close(): void;
 }
 
-const statusOf = apiStatusCode;
-const secretsPath = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
 const webhookConfigPath = (name: string) =>
   `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${encodeURIComponent(name)}`;
 
@@ -64,15 +63,7 @@ export async function syncCertSecret(
   opts: { namespace: string; secretName: string; hosts: string[]; now?: Date },
 ): Promise<{ bundle: CertBundle; renewed: boolean }> {
   for (let attempt = 0; ; attempt++) {
-    let secret: V1Secret | undefined;
-    try {
-      secret = await client.request<V1Secret>(
-        'GET',
-        `${secretsPath(opts.namespace)}/${encodeURIComponent(opts.secretName)}`,
-      );
-    } catch (err) {
-      if (statusOf(err) !== 404) throw err;
-    }
+    const secret = await readSecret(client, opts.namespace, opts.secretName);
     const { bundle, changed } = await renewBundle(fromSecret(secret), opts.hosts, opts.now ?? new Date());
     if (!changed) return { bundle, renewed: false };
     const body: V1Secret = {
@@ -91,15 +82,12 @@ export async function syncCertSecret(
       data: toSecretData(bundle),
     };
     try {
-      if (secret)
-        await client.request('PUT', `${secretsPath(opts.namespace)}/${encodeURIComponent(opts.secretName)}`, {
-          body,
-        });
-      else await client.request('POST', secretsPath(opts.namespace), { body });
+      if (secret) await client.request('PUT', secretPath(opts.namespace, opts.secretName), { body });
+      else await client.request('POST', secretPath(opts.namespace), { body });
       return { bundle, renewed: true };
     } catch (err) {
       // 409: another replica wrote first (create or replace); its bundle is read next round.
-      if (statusOf(err) !== 409 || attempt >= 3) throw err;
+      if (!isConflict(err) || attempt >= 3) throw err;
     }
   }
 }
@@ -113,13 +101,8 @@ export async function patchCaBundle(
   name: string,
   caBundlePem: string,
 ): Promise<number | 'missing'> {
-  let config: V1MutatingWebhookConfiguration;
-  try {
-    config = await client.request<V1MutatingWebhookConfiguration>('GET', webhookConfigPath(name));
-  } catch (err) {
-    if (statusOf(err) === 404) return 'missing';
-    throw err;
-  }
+  const config = await readOptional<V1MutatingWebhookConfiguration>(client, webhookConfigPath(name));
+  if (!config) return 'missing';
   const want = Buffer.from(caBundlePem).toString('base64');
   const ops: object[] = [];
   (config.webhooks ?? []).forEach((w, i) => {
