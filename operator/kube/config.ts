@@ -51,23 +51,20 @@ export function loadKubeConfig(opts: KubeConfigOptions = {}): KubeConfig {
   return kc;
 }
 
-type Dispatcher = { close(): Promise<void>; on(event: 'connect', listener: () => void): unknown };
+type Dispatcher = { close(): Promise<void> };
 type DispatcherFactory = (cluster: unknown, agentOptions: Record<string, unknown>) => Dispatcher | undefined;
-const connectionCounts = new WeakMap<KubeConfig, { connections: number }>();
 
 /**
- * client-node 2.0 builds a new undici Agent for every request (KubeConfig.createDispatcher), so
- * every API call opens a new TLS connection and leaves an idle one behind: at 1,000 AgentCards
- * that cost most of the operator's CPU and 100+ MiB of RSS. This reuses one Agent per distinct TLS
- * setting (CA, client certificate and key, server name): a rotated certificate gets a new Agent
- * and the previous one is closed once its requests are done. Auth headers (tokens) are set per
- * request, unaffected.
+ * client-node 2.0 builds a new undici Agent every time it authenticates a request
+ * (KubeConfig.createDispatcher, also behind kube/client.ts), so every API call would open a new
+ * TLS connection and leave an idle one behind: at 1,000 AgentCards that cost most of the
+ * operator's CPU and 100+ MiB of RSS. This reuses one Agent per distinct TLS setting (CA, client
+ * certificate and key, server name): a rotated certificate gets a new Agent and the previous one
+ * is closed once its requests are done. Auth headers (tokens) are set per request, unaffected.
  */
 export function poolConnections(kc: KubeConfig): void {
   const target = kc as unknown as { createDispatcher: DispatcherFactory };
   const create = target.createDispatcher.bind(kc);
-  const stats = { connections: 0 };
-  connectionCounts.set(kc, stats);
   let current: { key: string; dispatcher: Dispatcher | undefined } | undefined;
   target.createDispatcher = (cluster, agentOptions) => {
     const hash = createHash('sha256');
@@ -80,16 +77,10 @@ export function poolConnections(kc: KubeConfig): void {
     if (current?.key === key) return current.dispatcher;
     const previous = current?.dispatcher;
     const dispatcher = create(cluster, agentOptions);
-    dispatcher?.on('connect', () => (stats.connections += 1));
     current = { key, dispatcher };
     if (previous) void previous.close().catch(() => {});
     return dispatcher;
   };
-}
-
-/** How many connections the KubeConfig's pooled dispatcher has opened (for tests). */
-export function openedConnections(kc: KubeConfig): number {
-  return connectionCounts.get(kc)?.connections ?? 0;
 }
 
 /** The namespace of the current context, if the kubeconfig names one. */
