@@ -8,34 +8,17 @@ import {
   type SecretView,
 } from '../../../operator/controller/plan.ts';
 import { disabledVerdict } from '../../../operator/controller/probes.ts';
+import { sampleCard } from '../../support/sample-card.ts';
 
 const now = new Date('2030-01-01T00:00:00Z');
 const later = new Date('2030-01-01T00:10:00Z');
-
-function card(version = '1.0.0', extra: Record<string, unknown> = {}) {
-  return {
-    name: 'Weather Agent',
-    description: 'Answers questions about the weather forecast for a city.',
-    version,
-    supportedInterfaces: [
-      { url: 'https://weather.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-    ],
-    capabilities: { streaming: true },
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [
-      { id: 'forecast', name: 'Forecast', description: 'Gives the forecast for a city', tags: ['weather'] },
-    ],
-    ...extra,
-  };
-}
 
 function resource(spec: unknown, generation = 1, status?: unknown, name = 'weather'): AgentCardObject {
   return { metadata: { name, namespace: 'agents', uid: 'uid-1', generation }, spec, status };
 }
 
 const signed = (secret = 'key', extra: Record<string, unknown> = {}) => ({
-  card: card(),
+  card: sampleCard(),
   signing: { keys: [{ secretRef: { name: secret, key: 'jwk' } }], ...extra },
 });
 
@@ -139,7 +122,7 @@ describe('planReconcile', () => {
     const good = await planReconcile(input(resource(signed()), { key }));
     const badSpec = {
       ...signed(),
-      card: card('1.1.0', { description: 'contact us with AKIAIOSFODNN7EXAMPLE' }),
+      card: sampleCard('1.1.0', { description: 'contact us with AKIAIOSFODNN7EXAMPLE' }),
     };
     const plan = await planReconcile(
       input(resource(badSpec, 2, good.status), { key }, { liveConfigMap: good.configMap, now: later }),
@@ -201,7 +184,7 @@ describe('planReconcile', () => {
 
   it('an unsigned card: Signed=False SigningNotConfigured, Ready=True, empty JWKS', async () => {
     const plan = await planReconcile(
-      input(resource({ card: card(), serving: { cacheMaxAgeSeconds: 30 } }), {}),
+      input(resource({ card: sampleCard(), serving: { cacheMaxAgeSeconds: 30 } }), {}),
     );
     expect(cond(plan, 'Signed')).toMatchObject({ status: 'False', reason: 'SigningNotConfigured' });
     expect(plan.ready).toBe('True');
@@ -214,7 +197,7 @@ describe('planReconcile', () => {
   it('a failed ConfigMap write: Published=False PublishFailed and the old card kept in status', async () => {
     const key = await secretWith('k1');
     const good = await planReconcile(input(resource(signed()), { key }));
-    const spec2 = { ...signed(), card: card('2.0.0') };
+    const spec2 = { ...signed(), card: sampleCard('2.0.0') };
     const plan = await planReconcile(
       input(resource(spec2, 2, good.status), { key }, { publishError: 'HTTP 500: etcd is down', now: later }),
     );
@@ -226,7 +209,9 @@ describe('planReconcile', () => {
   });
 
   it('refuses a name whose ConfigMap name would be too long', async () => {
-    const plan = await planReconcile(input(resource({ card: card() }, 1, undefined, 'a'.repeat(243)), {}));
+    const plan = await planReconcile(
+      input(resource({ card: sampleCard() }, 1, undefined, 'a'.repeat(243)), {}),
+    );
     expect(cond(plan, 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidName' });
     expect(plan.configMap).toBeUndefined();
   });
@@ -235,7 +220,7 @@ describe('planReconcile', () => {
 describe('planReconcile: status.serving', () => {
   it('reports Pods without the sidecar in status.serving, the Published message and one warning', async () => {
     const serving = { podsRequesting: 2, podsMissingSidecar: 1, missing: ['agent-7'] };
-    const plan = await planReconcile(input(resource({ card: card() }), {}, { serving }));
+    const plan = await planReconcile(input(resource({ card: sampleCard() }), {}, { serving }));
     expect(plan.status.serving).toEqual(serving);
     expect(String(cond(plan, 'Published')!.message)).toContain(
       '1 of 2 Pods requesting this card run without the sidecar',
@@ -248,7 +233,7 @@ describe('planReconcile: status.serving', () => {
     // Nothing new: no event; all Pods fixed: no event either, and the message is clean again.
     const again = await planReconcile(
       input(
-        resource({ card: card() }, 1, plan.status),
+        resource({ card: sampleCard() }, 1, plan.status),
         {},
         { serving, liveConfigMap: plan.configMap, now: later },
       ),
@@ -258,7 +243,7 @@ describe('planReconcile: status.serving', () => {
     const fixed = { podsRequesting: 2, podsMissingSidecar: 0, missing: [] };
     const healed = await planReconcile(
       input(
-        resource({ card: card() }, 1, plan.status),
+        resource({ card: sampleCard() }, 1, plan.status),
         {},
         { serving: fixed, liveConfigMap: plan.configMap, now: later },
       ),
