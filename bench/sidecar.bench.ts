@@ -22,6 +22,7 @@ import { arch, cpus, loadavg, release, tmpdir, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { replaceSection } from './report.ts';
 import { SIDECAR_NODE_OPTIONS } from '../operator/sidecar/runtime.ts';
+import { freePort } from '../test/support/ports.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const CARD_PATH = '/.well-known/agent-card.json';
@@ -518,17 +519,6 @@ function stop(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
     setTimeout(() => child.kill('SIGKILL'), 5000).unref();
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
   });
 }
 

@@ -8,7 +8,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +20,7 @@ import { createCA, issueServingCert } from '../operator/webhook/certs.ts';
 import type { DemoAgentUrls } from './demo-agent.ts';
 import { ConfigMapVolume } from './demo-volume.ts';
 import { prepareExamples } from './demo-examples.ts';
+import { freePort } from '../test/support/ports.ts';
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..');
 const node = process.execPath;
@@ -68,17 +68,6 @@ async function kubectl(args: string[], input?: string): Promise<ToolResult> {
     );
   }
   return result;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
 }
 
 /** Starts a child process with its output in logDir/<name>.log; registered for cleanup. */

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
@@ -9,6 +8,7 @@ import { isAlive } from './lock.ts';
 import { clusterDir, kubeconfigFile } from './paths.ts';
 import { clientTls, tlsRequest } from './tls-request.ts';
 import { ensureTools } from './tools.ts';
+import { freePorts } from '../support/ports.ts';
 
 type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
 
@@ -286,21 +286,6 @@ function linkTools(toolsDir: string): void {
     rmSync(link, { force: true });
     symlinkSync(join(toolsDir, tool), link);
   }
-}
-
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => {
-      const server = createServer();
-      return new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', () => resolve(server));
-      });
-    }),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports;
 }
 
 function runToEnd(cmd: string, args: string[]): Promise<void> {

@@ -1,11 +1,11 @@
 // `agentcard operator` starts the Pod admission webhook (operator/webhook) from its flags, on
 // every replica: a real child process serving HTTPS with the CA it keeps in a Secret.
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import { installCrd, spawnOperator, waitFor, type ChildOperator } from './controller-support.ts';
+import { freePort } from '../support/ports.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -20,14 +20,6 @@ afterAll(async () => {
   for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
   await ns?.cleanup();
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** GET https://127.0.0.1:port/healthz, trusting only `ca`, for the Service's DNS name. */
 function healthz(port: number, ca: string, servername: string): Promise<number> {

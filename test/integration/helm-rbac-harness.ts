@@ -17,7 +17,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -44,6 +43,7 @@ import { runTool } from '../support/tools.ts';
 import { chartDir, repoRoot } from '../unit/helm/chart.ts';
 import { startDemoAgent, type DemoAgent } from '../../scripts/demo-agent.ts';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
+import { freePort } from '../support/ports.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -69,17 +69,6 @@ let cycleNo = 0;
 
 function helm(args: string[]) {
   return runTool('helm', args, { kubeconfig: kubeconfigPath(), timeoutMs: 120_000 });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
 }
 
 /**

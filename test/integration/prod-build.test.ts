@@ -16,7 +16,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +23,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { buildImageLayout, node24, repoRoot, type ImageLayout } from './prod-build-image.ts';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
 import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
+import { freePort } from '../support/ports.ts';
 
 let out: string;
 let image: ImageLayout;
@@ -346,17 +346,6 @@ export function kubeletVolume(dir: string, files: Record<string, string>): strin
   symlinkSync(stamp, join(dir, '..data'));
   for (const name of Object.keys(files)) symlinkSync(join('..data', name), join(dir, name));
   return dir;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForOk(url: string, child: ChildProcess): Promise<Response> {

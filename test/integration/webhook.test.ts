@@ -3,7 +3,6 @@
  * server (registered by URL on 127.0.0.1, with the caBundle the webhook itself patches in) when
  * Pods are created, and stores what the patch made of them.
  */
-import { createServer } from 'node:net';
 import {
   AdmissionregistrationV1Api,
   CoreV1Api,
@@ -23,6 +22,7 @@ import type { Webhook } from '../../operator/webhook/server.ts';
 import { summarizeServing } from '../../operator/webhook/serving.ts';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
 import type { TestNamespace } from '../support/cluster.ts';
+import { freePort } from '../support/ports.ts';
 
 const statusCode = (err: unknown) => (err as { code?: number }).code;
 
@@ -43,17 +43,6 @@ async function eventually<T>(
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}: ${String(last ?? 'no result')}`);
     await new Promise((r) => setTimeout(r, 250));
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 /** A Pod that passes the `restricted` Pod Security Standard by itself. */
