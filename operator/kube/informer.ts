@@ -56,7 +56,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   private readonly backoff: Backoff;
   private readonly healthyAfterMs: number;
   private readonly handlers: Record<Verb, Array<ObjectHandler<T>>> = { add: [], update: [], delete: [] };
-  private readonly cache = new Map<string, T>();
+  private cache = new Map<string, T>();
   private resourceVersion = '';
   private stopped = true;
   private isSynced = false;
@@ -175,9 +175,8 @@ export class ResilientInformer<T extends KubernetesObject> {
       listVersion = page.metadata?.resourceVersion ?? '';
       next = page.metadata?.continue || undefined;
     } while (next);
-    const previous = new Map(this.cache);
-    this.cache.clear();
-    for (const [key, obj] of fresh) this.cache.set(key, obj);
+    const previous = this.cache;
+    this.cache = fresh;
     this.resourceVersion = listVersion;
     for (const [key, obj] of fresh) {
       const before = previous.get(key);
