@@ -116,28 +116,9 @@ export const ServingSchema = z
       .max(86400)
       .default(300)
       .describe('Cache-Control max-age of the served card, in seconds (default 300).'),
-    httpRoute: z
-      .strictObject({
-        parentRefs: z
-          .array(
-            z
-              .strictObject({
-                name: z.string().min(1).describe('Name of the parent Gateway.'),
-                namespace: z
-                  .string()
-                  .describe("Namespace of the parent Gateway (default: the AgentCard's).")
-                  .optional(),
-                sectionName: z.string().describe('Listener name within the parent Gateway.').optional(),
-              })
-              .describe('A Gateway API parent reference.'),
-          )
-          .min(1)
-          .max(16)
-          .describe('Gateways to attach the well-known route to.'),
-      })
-      .describe('Optional Gateway API HTTPRoute for the well-known card paths.')
-      .optional(),
   })
+  // Routing /.well-known/ to the sidecar is the user's Ingress or HTTPRoute (README, "Routing
+  // `/.well-known/` to the sidecar"); the operator does not manage routes.
   .describe('How the card is served by the sidecar.');
 
 export const ProbeCredentialSchema = z

@@ -163,6 +163,13 @@ describe('validateSpec', () => {
     expect(r.card?.name).toBe('Recipe Agent');
   });
 
+  it('has no route field: the operator does not manage routes, so one is refused, not ignored', () => {
+    const r = validateSpec({ card: minimalCard(), serving: { httpRoute: { parentRefs: [{ name: 'gw' }] } } });
+    expect(errors(r)).toEqual([
+      { path: 'spec.serving.httpRoute', message: 'unknown field', severity: 'error' },
+    ]);
+  });
+
   it('reports spec errors with their full path', () => {
     const card = { ...minimalCard(), signatures: [{ protected: 'eyJ', signature: 'x' }] };
     const r = validateSpec({
