@@ -61,6 +61,18 @@ function parseStatus(text: string): ApiError['body'] {
   }
 }
 
+/**
+ * JSON.parse, with an error that does not quote the text: an answer may hold a Secret, and parse
+ * errors end up in logs.
+ */
+export function parseAnswer(text: string, method: string, path: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`the API server's answer to ${method} ${path} is not JSON`);
+  }
+}
+
 export class KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly server: string;
@@ -140,7 +152,7 @@ export class KubeClient {
     });
     const text = await res.body.text();
     if (res.statusCode < 200 || res.statusCode >= 300) throw new ApiError(res.statusCode, parseStatus(text));
-    return (text ? JSON.parse(text) : undefined) as T;
+    return (text ? parseAnswer(text, method, path) : undefined) as T;
   }
 
   /**
@@ -172,7 +184,7 @@ export class KubeClient {
       while ((end = pending.indexOf('\n', start)) >= 0) {
         const line = pending.slice(start, end);
         start = end + 1;
-        if (line.trim()) onEvent(JSON.parse(line) as WatchEvent<T>);
+        if (line.trim()) onEvent(parseAnswer(line, 'WATCH', path) as WatchEvent<T>);
       }
       pending = pending.slice(start);
     }
