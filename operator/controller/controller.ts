@@ -153,6 +153,17 @@ export class Controller {
     await Promise.all(this.all().map((i) => i.stop()));
   }
 
+  /**
+   * Leadership lost: stop starting reconciles now and stop the watches, without waiting for the
+   * runs in flight (the process exits next, which ends their requests). Another replica may be
+   * leading already, so nothing here may wait on the API server.
+   */
+  abandon(): void {
+    this.stopping = true;
+    void this.queue.shutdown();
+    for (const i of this.all()) void i.stop().catch(() => {});
+  }
+
   private cardKeys(): string[] {
     const keys: string[] = [];
     for (const { cards } of this.informers.values()) {

@@ -180,12 +180,15 @@ export async function runOperator(
       });
       const { lost } = await elector.holdUntilLost(opts.signal);
       metrics.leader.set(0);
-      await stopController();
-      await started;
       if (lost) {
-        // Another replica may be working already: exit, and let the restart campaign again.
+        // Another replica may take over any moment: stop at once, without waiting for anything
+        // on the API server (the connection may be the thing that hangs), and exit; the restart
+        // campaigns again.
+        controller.abandon();
         exitCode = 1;
       } else {
+        await stopController();
+        await started;
         await elector.release();
       }
     }

@@ -243,14 +243,18 @@ export interface ChildOperator {
 }
 
 /** Runs `bin/agentcard.js operator` on the Node.js 24 of node_modules, as a real child process. */
-export function spawnOperator(namespace: string, extra: string[]): ChildOperator {
+export function spawnOperator(
+  namespace: string,
+  extra: string[],
+  env: Record<string, string> = {},
+): ChildOperator {
   const node = join(repoRoot, 'node_modules', '.bin', 'node');
   const child = spawn(
     node,
     [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...baseFlags(namespace), ...extra],
     {
       cwd: repoRoot,
-      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '' },
+      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

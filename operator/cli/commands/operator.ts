@@ -216,6 +216,9 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   const exitCode = await runOperator(flags, { signal: shutdown.signal, log });
+  // A replica that lost the leader lease exits at once: requests still in flight must not reach
+  // the API server after another replica took over (stderr is a pipe or file: written already).
+  if (exitCode !== 0) process.exit(exitCode);
   // Idle keep-alive sockets of the Kubernetes client must not hold the process open.
   setTimeout(() => process.exit(exitCode), 1_000).unref();
   return exitCode;
