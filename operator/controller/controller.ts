@@ -7,12 +7,12 @@
  * - an AgentCard is added, or its metadata.generation changes (spec edits), never a status-only
  *   update, so the controller's own status writes cause no loop;
  * - an owned ConfigMap changes or disappears (not the echo of the controller's own apply);
- * - a Secret labelled agentcard.dev/signing-key=true that an AgentCard references changes;
+ * - a Secret that an AgentCard references appears, changes or goes, labelled or not (a
+ *   metadata-only watch of all Secrets; labelled ones also have their data cached);
  * - a probe verdict changes (probe wiring);
  * - a Pod that asks for the card (annotation agentcard.dev/inject) appears, goes, or gains or
  *   loses the sidecar (status.serving);
- * - the periodic resync (every AgentCard, e.g. every 10 minutes), which also picks up rotations of
- *   unlabelled Secrets.
+ * - the periodic resync (every AgentCard, e.g. every 10 minutes).
  *
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
@@ -104,7 +104,7 @@ export class Controller {
 
   private makeInformers(namespace: string | undefined): Informers {
     const informers = createInformers(this.opts.client, this.log, namespace);
-    const { cards, configMaps, secrets, pods } = informers;
+    const { cards, configMaps, secrets, secretMetadata, pods } = informers;
     cards.on('add', (obj) => this.onCard(obj, true));
     cards.on('update', (obj) => this.onCard(obj, false));
     cards.on('delete', (obj) => this.onCardDeleted(obj));
@@ -114,6 +114,9 @@ export class Controller {
     secrets.on('add', (obj) => this.onSecret(obj, false));
     secrets.on('update', (obj) => this.onSecret(obj, false));
     secrets.on('delete', (obj) => this.onSecret(obj, true));
+    secretMetadata.on('add', (obj) => this.onSecret(obj, false));
+    secretMetadata.on('update', (obj) => this.onSecret(obj, false));
+    secretMetadata.on('delete', (obj) => this.onSecret(obj, true));
     pods.on('add', (obj) => this.onPod(obj, false));
     pods.on('update', (obj) => this.onPod(obj, false));
     pods.on('delete', (obj) => this.onPod(obj, true));
@@ -229,7 +232,11 @@ export class Controller {
     for (const card of this.pods.update(pod, deleted)) this.enqueue(card);
   }
 
-  private onSecret(obj: V1Secret, deleted: boolean): void {
+  /**
+   * A Secret appeared, changed or went (from the labelled-Secret cache or the metadata watch of
+   * all Secrets; the resourceVersion check lets only the first of the two re-queue).
+   */
+  private onSecret(obj: V1Secret | KubernetesObject, deleted: boolean): void {
     const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
     const rv = obj.metadata?.resourceVersion ?? '';
     if (deleted) this.seenSecretVersion.delete(key);

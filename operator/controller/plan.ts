@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { describeError, UserError } from '../errors.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
-import { API_VERSION, configMapName, KIND, SIGNING_KEY_LABEL } from '../api/names.ts';
+import { API_VERSION, configMapName, KIND } from '../api/names.ts';
 import { renderV03, renderV1 } from '../card/render.ts';
 import { serializeCard } from '../card/serialize.ts';
 import { importSigningKey, publicJwks, signCard, type SigningKey } from '../card/sign.ts';
@@ -157,7 +157,6 @@ async function loadSigningKeys(
   }
   const problems: Array<{ reason: 'SigningKeyNotFound' | 'SigningKeyInvalid'; message: string }> = [];
   const keys: SigningKey[] = [];
-  const unlabelled = new Set<string>();
   for (const [i, ref] of signing.keys.entries()) {
     const where = `spec.signing.keys[${i}]`;
     const { name, key } = ref.secretRef;
@@ -165,11 +164,10 @@ async function loadSigningKeys(
     if (!secret) {
       problems.push({
         reason: 'SigningKeyNotFound',
-        message: `${where}: Secret "${name}" not found in namespace ${namespace}; create it with a private JWK or PKCS#8 PEM under the key "${key}" (label it ${SIGNING_KEY_LABEL}=true so that the card is re-signed as soon as it changes)`,
+        message: `${where}: Secret "${name}" not found in namespace ${namespace}; create it with a private JWK or PKCS#8 PEM under the key "${key}"; the card is signed as soon as it exists`,
       });
       continue;
     }
-    if (!secret.labelled) unlabelled.add(name);
     const encoded = secret.data[key];
     if (encoded === undefined) {
       const present = Object.keys(secret.data).sort();
@@ -203,15 +201,11 @@ async function loadSigningKeys(
       },
     };
   }
-  const hint =
-    unlabelled.size > 0
-      ? `; label Secret${unlabelled.size > 1 ? 's' : ''} ${[...unlabelled].map((n) => `"${n}"`).join(', ')} with ${SIGNING_KEY_LABEL}=true to re-sign within seconds of a key rotation (unlabelled Secrets are re-read on the periodic resync)`
-      : '';
   return {
     condition: {
       status: 'True',
       reason: 'Signed',
-      message: `signed with ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')}${hint}`,
+      message: `signed with ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')}`,
     },
     keys,
   };

@@ -27,8 +27,21 @@ export interface RequestOptions {
   /** Sent as JSON. */
   body?: unknown;
   contentType?: string;
+  /** Overrides the Accept header (e.g. METADATA_ONLY.list). */
+  accept?: string;
   signal?: AbortSignal;
 }
+
+/**
+ * Accept headers asking for metadata only (PartialObjectMetadata) instead of whole objects, as
+ * client-go's metadata client does. A list and a watch need different ones: a watch offered the
+ * list form as well answers 200 and then sends nothing.
+ * https://kubernetes.io/docs/reference/using-api/api-concepts/#receiving-resources-as-tables
+ */
+export const METADATA_ONLY = {
+  list: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+  watch: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+} as const;
 
 /** An answer of the API server other than 2xx; `body` is its Status object when it sent one. */
 export class ApiError extends Error {
@@ -135,6 +148,7 @@ export class KubeClient {
   /** One request; resolves with the parsed JSON answer, rejects with ApiError on a non-2xx. */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const { headers, dispatcher } = await this.auth();
+    if (opts.accept) headers.accept = opts.accept;
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
@@ -165,8 +179,10 @@ export class KubeClient {
     query: Query & { timeoutSeconds: number },
     onEvent: (event: WatchEvent<T>) => void,
     signal: AbortSignal,
+    accept?: string,
   ): Promise<void> {
     const { headers, dispatcher } = await this.auth();
+    if (accept) headers.accept = accept;
     const res = await request(this.url(path, { ...query, watch: 1 }), {
       method: 'GET',
       headers,

@@ -11,13 +11,13 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import type { Logger } from '../log.ts';
-import { ApiError, type KubeClient, type WatchEvent } from './client.ts';
+import { ApiError, METADATA_ONLY, type KubeClient, type WatchEvent } from './client.ts';
 import { apiStatusCode, describeApiError } from './errors.ts';
 
 export type ObjectHandler<T> = (obj: T) => void;
 /** A list answer as the server sends it (client-node's model calls `continue` `_continue`). */
 interface ListPage<T> {
-  items: T[];
+  items: T[] | null;
   metadata?: { resourceVersion?: string; continue?: string };
 }
 type Verb = 'add' | 'update' | 'delete';
@@ -37,6 +37,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   trim?: (obj: T) => void;
   /** Objects per list page. */
   pageSize?: number;
+  /** Lists and watches PartialObjectMetadata only (METADATA_ONLY): a cache of metadata. */
+  metadataOnly?: boolean;
 }
 
 /** The server ends each watch after 5 to 10 minutes (client-go's spread), then it resumes. */
@@ -149,6 +151,7 @@ export class ResilientInformer<T extends KubernetesObject> {
             this.onEvent(event);
           },
           signal,
+          this.opts.metadataOnly ? METADATA_ONLY.watch : undefined,
         );
         // A server that closes every watch at once would otherwise be asked again in a tight loop.
         if (events === 0 && Date.now() - opened < 1_000 && !signal.aborted)
@@ -170,8 +173,10 @@ export class ResilientInformer<T extends KubernetesObject> {
       const page = await this.opts.client.request<ListPage<T>>('GET', this.opts.path, {
         query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: next },
         signal,
+        accept: this.opts.metadataOnly ? METADATA_ONLY.list : undefined,
       });
-      for (const item of page.items) fresh.set(keyOf(item), this.prepare(item));
+      // An empty PartialObjectMetadataList has "items": null.
+      for (const item of page.items ?? []) fresh.set(keyOf(item), this.prepare(item));
       listVersion = page.metadata?.resourceVersion ?? '';
       next = page.metadata?.continue || undefined;
     } while (next);
