@@ -31,7 +31,7 @@ import {
 import type { AgentCardSpec } from '../card/resource.ts';
 import { applyConfigMap, applyStatus, readSecret } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { describeApiError, isNotFound } from '../kube/errors.ts';
+import { apiStatusCode, describeApiError, isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { Logger } from '../log.ts';
 import { configMapUpToDate, type ConfigMapObject } from './configmap.ts';
@@ -331,9 +331,22 @@ export class Controller {
         delete stored.metadata?.managedFields;
         this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
-        publishError = err;
-        log.warn('publishing the ConfigMap failed', { configMap: cmName, error: describeApiError(err) });
-        plan = await planReconcile({ ...input, publishError: describeApiError(err) });
+        // 422: the API server refuses the object itself; the same bytes would fail forever, so it
+        // is reported and not retried (a spec change queues the card again). Anything else may
+        // pass on a retry.
+        const rejected = apiStatusCode(err) === 422;
+        if (!rejected) publishError = err;
+        log.warn('publishing the ConfigMap failed', {
+          configMap: cmName,
+          error: describeApiError(err),
+          retrying: !rejected,
+        });
+        plan = await planReconcile({
+          ...input,
+          publishError: describeApiError(err),
+          publishRejected: rejected,
+        });
+        plan.configMap = undefined;
       } finally {
         this.applyingConfigMaps.delete(cmKey);
       }
@@ -357,15 +370,15 @@ export class Controller {
       }
     }
 
-    if ((plan.configMap && !publishError) || plan.statusChanged) {
+    if (plan.configMap || plan.statusChanged) {
       // One line per reconcile that wrote something; nothing for the ones that found all in order.
       log.info('reconciled', {
         generation,
         ready: plan.ready,
-        wrote: [plan.configMap && !publishError ? 'configmap' : '', plan.statusChanged ? 'status' : '']
+        wrote: [plan.configMap ? 'configmap' : '', plan.statusChanged ? 'status' : '']
           .filter(Boolean)
           .join('+'),
-        ...(plan.configMap && !publishError ? { digest: plan.status.card?.digest } : {}),
+        ...(plan.configMap ? { digest: plan.status.card?.digest } : {}),
       });
     }
     const regarding = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: resource.metadata.uid };

@@ -19,6 +19,7 @@ import { deriveReady, getCondition, setCondition, type ConditionInput } from './
 import {
   byteLength,
   configMapNameProblem,
+  configMapSizeProblem,
   configMapUpToDate,
   DATA_KEYS,
   DEFAULT_CACHE_MAX_AGE_SECONDS,
@@ -73,6 +74,13 @@ export interface PlanInput {
   now: Date;
   /** Set when applying the planned ConfigMap failed: plan again with Published=False. */
   publishError?: string;
+  /**
+   * With publishError: the API server refused the object itself (422 Invalid), which retrying
+   * cannot change; reported as PublishRejected and not retried until the AgentCard changes.
+   */
+  publishRejected?: boolean;
+  /** The ConfigMap data limit (tests of the boundary); default MAX_CONFIGMAP_DATA_BYTES. */
+  maxConfigMapBytes?: number;
   /** The Pods that ask for this card (status.serving); undefined: not reported. */
   serving?: ServingSummary;
 }
@@ -93,12 +101,25 @@ export interface Plan {
 
 const MAX_LISTED_PROBLEMS = 3;
 
-function specProblemMessage(problems: Array<{ path: string; message: string; severity: string }>): string {
+/**
+ * What users still get while a change cannot be published: the truth depends on whether a card
+ * was ever published (the live ConfigMap holds one), not on what the controller hoped for.
+ */
+function servedNote(live: LiveConfigMap | undefined): string {
+  return live?.data?.[DATA_KEYS.card] !== undefined && !live.metadata?.deletionTimestamp
+    ? 'the last good card stays published'
+    : 'nothing is published yet';
+}
+
+function specProblemMessage(
+  problems: Array<{ path: string; message: string; severity: string }>,
+  served: string,
+): string {
   const errors = problems.filter((p) => p.severity === 'error');
   const listed = errors.slice(0, MAX_LISTED_PROBLEMS).map((p) => `${p.path}: ${p.message}`);
   const more =
     errors.length > MAX_LISTED_PROBLEMS ? ` (and ${errors.length - MAX_LISTED_PROBLEMS} more)` : '';
-  return `${listed.join('; ')}${more}; fix the spec and apply it again (the last good card stays published)`;
+  return `${listed.join('; ')}${more}; fix the spec and apply it again (${served})`;
 }
 
 function warningsNote(problems: Array<{ path: string; message: string; severity: string }>): string {
@@ -143,6 +164,7 @@ async function loadSigningKeys(
   spec: AgentCardSpec,
   namespace: string,
   secrets: ReadonlyMap<string, SecretView | undefined>,
+  served: string,
 ): Promise<SigningOutcome> {
   const signing = spec.signing;
   if (!signing) {
@@ -197,7 +219,7 @@ async function loadSigningKeys(
       condition: {
         status: 'False',
         reason: problems[0]!.reason,
-        message: `${problems.map((p) => p.message).join('; ')}; the last good card stays published`,
+        message: `${problems.map((p) => p.message).join('; ')}; ${served}`,
       },
     };
   }
@@ -265,12 +287,13 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   let signingNote: string | undefined;
 
   const validation = validateSpec(resource.spec);
+  const served = servedNote(input.liveConfigMap);
   const nameProblem = configMapNameProblem(name);
   const notPublished = (why: string): ConditionInput =>
     at({ status: 'False', reason: 'NotPublished', message: `nothing is published yet: ${why}` }, 'Published');
 
   if (!validation.spec || !validation.card || nameProblem) {
-    const message = nameProblem ?? specProblemMessage(validation.problems);
+    const message = nameProblem ?? specProblemMessage(validation.problems, served);
     next.push(
       at({ status: 'False', reason: nameProblem ? 'InvalidName' : 'InvalidSpec', message }, 'Accepted'),
     );
@@ -290,7 +313,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         'Accepted',
       ),
     );
-    const signing = await loadSigningKeys(spec, namespace, input.secrets);
+    const signing = await loadSigningKeys(spec, namespace, input.secrets, served);
     next.push(at(signing.condition, 'Signed'));
     if (!signing.keys) {
       next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
@@ -313,22 +336,32 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
       };
       const cmName = configMapName(name);
-      if (input.publishError) {
+      const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
+      // Checked before any write, on the whole data map (every rendering and variant): a card that
+      // cannot fit is refused once, with the reason, instead of failing with 422 on every retry.
+      const tooLarge = configMapSizeProblem(desired.data, input.maxConfigMapBytes);
+      if (tooLarge) {
+        next.push(
+          at({ status: 'False', reason: 'CardTooLarge', message: `${tooLarge}; ${served}` }, 'Published'),
+        );
+      } else if (input.publishError) {
         next.push(
           at(
-            {
-              status: 'False',
-              reason: 'PublishFailed',
-              message: `writing ConfigMap ${cmName} failed: ${input.publishError}; retrying with backoff`,
-            },
+            input.publishRejected
+              ? {
+                  status: 'False',
+                  reason: 'PublishRejected',
+                  message: `the API server refused ConfigMap ${cmName}: ${input.publishError}; not retried until the AgentCard changes; ${served}`,
+                }
+              : {
+                  status: 'False',
+                  reason: 'PublishFailed',
+                  message: `writing ConfigMap ${cmName} failed: ${input.publishError}; retrying with backoff; ${served}`,
+                },
             'Published',
           ),
         );
       } else {
-        const desired = desiredConfigMap(
-          { apiVersion: API_VERSION, kind: KIND, name, namespace, uid },
-          files,
-        );
         if (!configMapUpToDate(input.liveConfigMap, desired)) configMap = desired;
         const digest = digestOf(files.card);
         const bytes = byteLength(files.card);

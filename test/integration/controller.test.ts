@@ -185,7 +185,10 @@ describe('controller: reconcile on the real API server', () => {
     });
     expect(condition(card, 'Signed')!.reason).toBe('SigningKeyNotFound');
     expect(condition(card, 'Signed')!.message).toContain('Secret "late-key" not found');
-    expect(condition(card, 'Signed')!.message).toContain('agentcard.dev/signing-key=true');
+    // Truthful: nothing was ever published for this card.
+    expect(condition(card, 'Signed')!.message).toMatch(
+      /the card is signed as soon as it exists; nothing is published yet$/,
+    );
     expect(condition(card, 'Published')).toMatchObject({ status: 'False', reason: 'NotPublished' });
     expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeUndefined();
     expect((await api.events(ns.name, 'late')).find((e) => e.reason === 'SigningKeyNotFound')?.type).toBe(

@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { configMapDataBytes, MAX_CONFIGMAP_DATA_BYTES } from '../../../operator/controller/configmap.ts';
 import { describe, expect, it } from 'vitest';
 import { generateSigningJwk } from '../../../operator/card/keygen.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
@@ -253,6 +254,61 @@ describe('planReconcile', () => {
     expect(String(cond(plan, 'Published')!.message)).toContain('HTTP 500: etcd is down');
     expect(plan.status.card).toEqual(good.status.card);
     expect(plan.ready).toBe('False');
+  });
+
+  it('a write the API server refuses (422): PublishRejected, and the message says what is served', async () => {
+    const key = await secretWith('k1');
+    const first = await planReconcile(
+      input(resource(signed()), { key }, { publishError: 'HTTP 422: too long', publishRejected: true }),
+    );
+    expect(cond(first, 'Published')).toMatchObject({ status: 'False', reason: 'PublishRejected' });
+    expect(String(cond(first, 'Published')!.message)).toMatch(
+      /refused ConfigMap weather-agent-card: HTTP 422: too long; not retried until the AgentCard changes; nothing is published yet$/,
+    );
+    const good = await planReconcile(input(resource(signed()), { key }));
+    const live = { metadata: good.configMap!.metadata, data: good.configMap!.data };
+    const later2 = await planReconcile(
+      input(
+        resource(signed(), 2, good.status),
+        { key },
+        { publishError: 'HTTP 500: x', liveConfigMap: live },
+      ),
+    );
+    expect(String(cond(later2, 'Published')!.message)).toMatch(
+      /retrying with backoff; the last good card stays published$/,
+    );
+  });
+
+  it('the published size is checked before any write, on the whole data map, at the exact boundary', async () => {
+    const spec = { card: sampleCard() }; // unsigned: the same bytes on every run
+    const fits = await planReconcile(input(resource(spec), {}));
+    const size = configMapDataBytes(fits.configMap!.data);
+    const atLimit = await planReconcile(input(resource(spec), {}, { maxConfigMapBytes: size }));
+    expect(atLimit.configMap).toBeDefined();
+    expect(cond(atLimit, 'Published')).toMatchObject({ status: 'True' });
+
+    const over = await planReconcile(input(resource(spec), {}, { maxConfigMapBytes: size - 1 }));
+    expect(over.configMap).toBeUndefined();
+    expect(cond(over, 'Published')).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
+    expect(String(cond(over, 'Published')!.message)).toMatch(
+      new RegExp(
+        `would take ${size} bytes .*over the ConfigMap limit of ${size - 1} bytes.*; nothing is published yet$`,
+      ),
+    );
+    expect(over.status.card).toBeUndefined();
+    expect(over.ready).toBe('False');
+    expect(over.events.map((e) => `${e.type}/${e.reason}`)).toContain('Warning/CardTooLarge');
+
+    // A published card, then an edit that no longer fits: the old card stays, and says so.
+    const live = { metadata: fits.configMap!.metadata, data: fits.configMap!.data };
+    const big = { card: { ...sampleCard('2.0.0'), description: 'x'.repeat(MAX_CONFIGMAP_DATA_BYTES / 2) } };
+    const grown = await planReconcile(input(resource(big, 2, fits.status), {}, { liveConfigMap: live }));
+    expect(grown.configMap).toBeUndefined();
+    expect(cond(grown, 'Published')).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
+    expect(String(cond(grown, 'Published')!.message)).toMatch(
+      /agent-card\.json \d+, agent\.json \d+.*over the ConfigMap limit of 1048576 bytes.*; the last good card stays published$/,
+    );
+    expect(grown.status.card).toEqual(fits.status.card);
   });
 
   it('refuses a name whose ConfigMap name would be too long', async () => {
