@@ -4,6 +4,7 @@
  * with `strict`). A card is returned only when there is no error.
  */
 import { findCredentials, REDACTED } from './credentials.ts';
+import { nestingProblem } from './depth.ts';
 import { lintCard } from './lint.ts';
 import { hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
 import { renderV1 } from './render.ts';
@@ -57,6 +58,9 @@ export function validateCard(
   input: unknown,
   opts: ValidateOptions = {},
 ): { card?: AgentCard; problems: Problem[] } {
+  // First, and alone: everything after it recurses into the input.
+  const tooDeep = nestingProblem(input);
+  if (tooDeep) return { problems: [tooDeep] };
   const result = AgentCardInputSchema.safeParse(input);
   const problems = result.success ? [] : problemsFromZod(result.error);
   const checked = checkCard(input, result.data, []);
@@ -70,6 +74,8 @@ export function validateSpec(
   spec: unknown,
   opts: ValidateOptions = {},
 ): { spec?: AgentCardSpec; card?: AgentCard; problems: Problem[] } {
+  const tooDeep = nestingProblem(spec, ['spec']);
+  if (tooDeep) return { problems: [tooDeep] };
   const result = AgentCardSpecSchema.safeParse(spec);
   const problems = result.success ? [] : problemsFromZod(result.error, ['spec']);
   const rawCard = spec && typeof spec === 'object' ? (spec as Record<string, unknown>).card : undefined;

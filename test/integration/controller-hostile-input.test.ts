@@ -1,6 +1,9 @@
-// Cards too large to publish: the size of the whole ConfigMap is checked before any write, the
-// card is refused once with CardTooLarge (not retried as if transient), and the message says
-// truthfully what is still served. The limit itself is checked against the real API server.
+// Hostile AgentCards on the real API server, each answered with a clear condition, no crash and
+// no retry loop, the last good card kept:
+// - cards too large to publish: the size of the whole ConfigMap is checked before any write, the
+//   card is refused once with CardTooLarge, and the message says truthfully what is still served
+//   (the limit itself is checked against the API server);
+// - extension params nested 1,500 levels deep (the API server stores them).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configMapDataBytes, MAX_CONFIGMAP_DATA_BYTES } from '../../operator/controller/configmap.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
@@ -24,7 +27,7 @@ let op: InProcessOperator;
 
 beforeAll(async () => {
   await installCrd(kc);
-  ns = await createTestNamespace('controller-size');
+  ns = await createTestNamespace('controller-hostile');
   op = await startOperator(ns.name, ['--resync', '10m']);
 });
 
@@ -100,6 +103,34 @@ describe('published size', () => {
     await api.replaceSpec(ns.name, 'grows', withDescription('3.0.0', 1_000));
     await publishedCondition('grows', 'Published');
     expect((await api.getCard(ns.name, 'grows'))?.status?.card?.version).toBe('3.0.0');
+    const metrics = await operatorMetrics(op.metricsPort());
+    expect(metricValue(metrics, 'agentcard_reconcile_total', { result: 'error' })).toBe(0);
+  });
+});
+
+describe('nesting', () => {
+  it('params nested 1,500 levels deep: InvalidSpec naming the place, one Event, no failed reconcile; the last good card stays', async () => {
+    await api.createCard(ns.name, 'deep', { card: sampleCard('1.0.0') });
+    await publishedCondition('deep', 'Published');
+    let params: unknown = {};
+    for (let i = 0; i < 1_500; i++) params = { a: params };
+    const card = {
+      ...sampleCard('2.0.0'),
+      capabilities: { extensions: [{ uri: 'https://x.example/e', params }] },
+    };
+    await api.replaceSpec(ns.name, 'deep', { card });
+    const refused = await waitFor('Accepted=False InvalidSpec', async () => {
+      const c = await api.getCard(ns.name, 'deep');
+      return condition(c, 'Accepted')?.reason === 'InvalidSpec' ? c : undefined;
+    });
+    expect(condition(refused, 'Accepted')!.message).toMatch(
+      /^spec\.card\.capabilities\.extensions\[0\]\.params\.a[.a]*: nested more than 32 levels deep .*\(the last good card stays published\)$/,
+    );
+    expect(condition(refused, 'Published')!.status).toBe('True');
+    expect(refused.status?.card?.version).toBe('1.0.0');
+    await waitFor('one InvalidSpec Event', async () =>
+      (await api.events(ns.name, 'deep')).some((e) => e.reason === 'InvalidSpec'),
+    );
     const metrics = await operatorMetrics(op.metricsPort());
     expect(metricValue(metrics, 'agentcard_reconcile_total', { result: 'error' })).toBe(0);
   });
