@@ -197,6 +197,61 @@ export interface AdmissionReviewResponse {
   };
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Whether `list` is absent or an array of objects (the lists decide() walks). */
+function objectList(list: unknown, where: string): string | undefined {
+  if (list === undefined || list === null) return undefined;
+  if (!Array.isArray(list)) return `${where} is not a list`;
+  const bad = list.findIndex((item) => !isObject(item));
+  return bad >= 0 ? `${where}[${bad}] is not an object` : undefined;
+}
+
+/**
+ * What is wrong with the shape of the fields of a Pod that decide() reads, or undefined. The API
+ * server sends decoded Pods, so this only fails on reviews that do not come from it; they get a
+ * 400 that names the field instead of a 500 from a TypeError.
+ */
+export function podShapeProblem(pod: unknown): string | undefined {
+  if (!isObject(pod)) return 'request.object is not an object';
+  const { metadata, spec } = pod;
+  if (metadata !== undefined) {
+    if (!isObject(metadata)) return 'request.object.metadata is not an object';
+    const { annotations } = metadata;
+    if (annotations !== undefined && annotations !== null) {
+      if (!isObject(annotations)) return 'request.object.metadata.annotations is not a map';
+      const bad = Object.entries(annotations).find(([, v]) => typeof v !== 'string');
+      if (bad) return `request.object.metadata.annotations["${bad[0].slice(0, 100)}"] is not a string`;
+    }
+    for (const field of ['name', 'namespace', 'generateName'] as const) {
+      const value = metadata[field];
+      if (value !== undefined && value !== null && typeof value !== 'string')
+        return `request.object.metadata.${field} is not a string`;
+    }
+  }
+  if (spec === undefined || spec === null) return undefined;
+  if (!isObject(spec)) return 'request.object.spec is not an object';
+  for (const field of ['initContainers', 'containers', 'volumes'] as const) {
+    const problem = objectList(spec[field], `request.object.spec.${field}`);
+    if (problem) return problem;
+  }
+  for (const field of ['initContainers', 'containers'] as const) {
+    const containers = (spec[field] ?? []) as Array<Record<string, unknown>>;
+    for (const [i, c] of containers.entries()) {
+      const where = `request.object.spec.${field}[${i}]`;
+      if (c.name !== undefined && typeof c.name !== 'string') return `${where}.name is not a string`;
+      const ports = objectList(c.ports, `${where}.ports`);
+      if (ports) return ports;
+    }
+  }
+  for (const [i, v] of ((spec.volumes ?? []) as Array<Record<string, unknown>>).entries()) {
+    if (v.configMap !== undefined && v.configMap !== null && !isObject(v.configMap))
+      return `request.object.spec.volumes[${i}].configMap is not an object`;
+  }
+  return undefined;
+}
+
 /** Reads the request part of an AdmissionReview, or names what is wrong with it. */
 export function parseReview(body: unknown): { request: AdmissionReviewRequest } | { error: string } {
   if (typeof body !== 'object' || body === null) return { error: 'body is not a JSON object' };
@@ -205,8 +260,16 @@ export function parseReview(body: unknown): { request: AdmissionReviewRequest } 
   if (review.apiVersion !== 'admission.k8s.io/v1')
     return { error: "apiVersion is not 'admission.k8s.io/v1'" };
   const request = review.request as AdmissionReviewRequest | undefined;
-  if (!request || typeof request.uid !== 'string' || request.uid === '')
+  if (!isObject(request) || typeof request.uid !== 'string' || request.uid === '')
     return { error: 'request.uid is missing' };
+  if (request.kind !== undefined && !isObject(request.kind))
+    return { error: 'request.kind is not an object' };
+  if (request.namespace !== undefined && typeof request.namespace !== 'string')
+    return { error: 'request.namespace is not a string' };
+  if (request.kind?.kind === 'Pod' && request.object !== undefined && request.object !== null) {
+    const problem = podShapeProblem(request.object);
+    if (problem) return { error: problem };
+  }
   return { request };
 }
 
