@@ -50,7 +50,7 @@ export function createInformers(client: KubeClient, log: Logger, namespace: stri
     // cards within seconds whoever created it and whatever its labels: GitOps tools (Argo CD,
     // Flux, External Secrets, sealed-secrets) create Secrets in any order and without our label.
     // This is cert-manager's approach. The alternative, re-checking cards with missing Secrets
-    // on a backoff capped at a minute, could not promise 30 s. Cost: about 0.2 KiB per Secret
+    // on a backoff capped at a minute, could not promise 30 s. Cost: about 0.5 KiB of heap per Secret
     // in the cache (docs/BENCHMARKS.md, "Secret metadata cache"); the data of unlabelled Secrets
     // is still read only by name at reconcile time, never cached.
     secretMetadata: new ResilientInformer<KubernetesObject>({
@@ -78,10 +78,11 @@ export function allInformers(scopes: Iterable<Informers>): Array<ResilientInform
   >;
 }
 
-/** Keeps only what identifies an object and its version (in place). */
+/**
+ * Keeps only what identifies an object and its version (in place). The metadata is replaced, not
+ * pruned with delete, which would switch V8 to slower and larger dictionary objects.
+ */
 export function trimToIdentity(obj: KubernetesObject): void {
   const { name, namespace, resourceVersion } = obj.metadata ?? {};
   obj.metadata = { name, namespace, resourceVersion };
-  delete obj.apiVersion;
-  delete obj.kind;
 }
