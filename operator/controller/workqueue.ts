@@ -8,6 +8,7 @@
  * - shutdown stops taking work and waits for the runs in flight.
  */
 import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
+import { systemClock, type Clock } from '../kube/clock.ts';
 
 /** What a handler may ask for: run this key again after a delay even though it succeeded. */
 export type HandlerResult = void | { requeueAfterMs?: number };
@@ -20,6 +21,8 @@ export interface WorkQueueOptions {
   onDepth?: (depth: number) => void;
   /** Called when a handler throws, with the delay before its retry. */
   onError?: (key: string, err: unknown, retryInMs: number) => void;
+  /** Time for delayed adds and the resync (a manual clock in tests). */
+  clock?: Clock;
 }
 
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 1_000, maxMs: 5 * 60_000 };
@@ -38,12 +41,13 @@ export class WorkQueue {
   /** Keys added while they were being processed: queued again when their run ends. */
   private readonly dirty = new Set<string>();
   /** Delayed adds (backoff retries, requeue-after, resync are not delayed). */
-  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly delayed = new Map<string, { at: number; cancel: () => void }>();
   /** Consecutive failures per key, for the backoff. */
   private readonly failures = new Map<string, number>();
   private readonly inFlight = new Set<Promise<void>>();
   private idleWaiters: Array<() => void> = [];
-  private resyncTimer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private cancelResync: (() => void) | undefined;
   private stopping = false;
   private lastDepth = 0;
 
@@ -56,6 +60,7 @@ export class WorkQueue {
     this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.onDepth = opts.onDepth ?? (() => {});
     this.onError = opts.onError ?? (() => {});
+    this.clock = opts.clock ?? systemClock;
   }
 
   /** Queues a key now. Ignored after shutdown started. */
@@ -70,16 +75,15 @@ export class WorkQueue {
   addAfter(key: string, ms: number): void {
     if (this.stopping) return;
     if (ms <= 0) return this.add(key);
-    const at = Date.now() + ms;
+    const at = this.clock.now() + ms;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;
-    if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
+    existing?.cancel();
+    const cancel = this.clock.setTimer(ms, () => {
       this.delayed.delete(key);
       this.add(key);
-    }, ms);
-    timer.unref();
-    this.delayed.set(key, { at, timer });
+    });
+    this.delayed.set(key, { at, cancel });
   }
 
   /** Forgets a key's failure history (its next failure starts the backoff from the base). */
@@ -106,15 +110,16 @@ export class WorkQueue {
   startResync(intervalMs: number, listKeys: () => Iterable<string>): void {
     this.stopResync();
     if (intervalMs <= 0) return;
-    this.resyncTimer = setInterval(() => {
+    const tick = () => {
       for (const key of listKeys()) this.add(key);
-    }, intervalMs);
-    this.resyncTimer.unref();
+      this.cancelResync = this.clock.setTimer(intervalMs, tick);
+    };
+    this.cancelResync = this.clock.setTimer(intervalMs, tick);
   }
 
   private stopResync(): void {
-    if (this.resyncTimer) clearInterval(this.resyncTimer);
-    this.resyncTimer = undefined;
+    this.cancelResync?.();
+    this.cancelResync = undefined;
   }
 
   /** Resolves when nothing is queued or running (delayed adds do not count). */
@@ -130,7 +135,7 @@ export class WorkQueue {
   async shutdown(): Promise<void> {
     this.stopping = true;
     this.stopResync();
-    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    for (const { cancel } of this.delayed.values()) cancel();
     this.delayed.clear();
     this.queued.clear();
     this.dirty.clear();
@@ -157,7 +162,7 @@ export class WorkQueue {
     // This run covers any delayed re-add of the key that was still pending.
     const pending = this.delayed.get(key);
     if (pending) {
-      clearTimeout(pending.timer);
+      pending.cancel();
       this.delayed.delete(key);
     }
     const run = this.run(key).finally(() => {

@@ -13,12 +13,19 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   /** A signal that aborts after `ms` with a TimeoutError. */
   timeout(ms: number): AbortSignal;
+  /** Calls `fn` once after `ms` (never keeping the process alive); returns the cancel. */
+  setTimer(ms: number, fn: () => void): () => void;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) => sleepFor(Math.max(0, ms), undefined, { signal }).catch(() => {}),
   timeout: (ms) => AbortSignal.timeout(Math.max(0, ms)),
+  setTimer: (ms, fn) => {
+    const timer = setTimeout(fn, Math.max(0, ms));
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
 };
 
 /** A signal that aborts when `outer` aborts or when `ms` have passed on `clock`. */

@@ -44,6 +44,14 @@ export class ManualClock implements Clock {
     return controller.signal;
   }
 
+  setTimer(ms: number, fn: () => void): () => void {
+    const timer: Timer = { at: this.current + Math.max(0, ms), fire: fn };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((t) => t !== timer);
+    };
+  }
+
   /** Timers still pending. */
   get pending(): number {
     return this.timers.length;
