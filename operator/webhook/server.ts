@@ -110,7 +110,10 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   };
   if (opts.sidecarMode === 'auto') {
     try {
-      const v = await opts.client.request<{ major: string; minor: string }>('GET', '/version');
+      // Bounded: a hung API server must not hold the process's start (and its health endpoint).
+      const v = await opts.client.request<{ major: string; minor: string }>('GET', '/version', {
+        signal: AbortSignal.timeout(5_000),
+      });
       cfg.serverVersion = { major: v.major, minor: v.minor };
     } catch (err) {
       log.warn('cannot read the API server version; injecting ordinary sidecar containers', {
