@@ -1,0 +1,234 @@
+/**
+ * The nginx mode's configuration: a stock unprivileged nginx serves the mounted card ConfigMap
+ * with the same paths, headers, conditional requests, CORS, 405 and audience selection as the
+ * Node mode (server.ts), for a fraction of its memory.
+ *
+ * The text is a pure function of a few settings. The webhook writes it into the Pod it injects
+ * (a Pod annotation, projected as a file by a downwardAPI volume), so there is no per-namespace
+ * object to manage and nothing to reload: the text never depends on the card or its audiences.
+ * nginx reads the card files on every request (no open_file_cache), following the kubelet's
+ * `..data` symlinks, so a new version of the ConfigMap is served as soon as the kubelet has
+ * swapped it in, and an audience added or removed is a file that appears or disappears.
+ *
+ * Known differences from the Node mode, by design of a file server (documented in the README):
+ * - ETag is nginx's (modification time and size), not a hash of the bytes; it still changes with
+ *   every version the kubelet writes.
+ * - Cache-Control max-age is fixed in this text (`maxAgeSeconds`), since nginx cannot read it
+ *   from the `cache-max-age-seconds` file without a reload.
+ * - The files are served as they are: the Node mode's checks (valid JSON, a v1.0 card) are left
+ *   to the controller, which validates every card before it publishes it.
+ * - X-Forwarded-Host (when trusted) must already be lowercase to select a variant.
+ * - No per-Pod metrics port.
+ */
+import { ALLOW } from './respond.ts';
+import { CORS_HEADERS } from './version.ts';
+
+export interface NginxConfigOptions {
+  /** The mounted card ConfigMap. */
+  cardDir: string;
+  /** `listen` parameters, e.g. `8095` or `127.0.0.1:8095`. */
+  listen: string[];
+  /** A writable directory (an emptyDir in the Pod) for the pid file and nginx's temporary files. */
+  tmpDir: string;
+  maxAgeSeconds: number;
+  keepAliveSeconds: number;
+  maxHeaderBytes: number;
+  trustForwardedHost: boolean;
+}
+
+/** Where the injected nginx finds its configuration and writable directory. */
+export const NGINX_CONF_DIR = '/etc/agentcard-nginx';
+export const NGINX_CONF_FILE = 'nginx.conf';
+export const NGINX_TMP_DIR = '/tmp';
+/** The unprivileged user of the nginxinc/nginx-unprivileged image. */
+export const NGINX_UID = 101;
+
+// RFC 1123 host name, the same rule as audience.ts (lowercase: nginx lowercases $host itself).
+const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+const DNS_NAME = `${LABEL}(?:\\.${LABEL})*`;
+
+/** nginx's configuration text for the nginx mode. */
+export function nginxConfig(o: NginxConfigOptions): string {
+  for (const [name, value] of [
+    ['cardDir', o.cardDir],
+    ['tmpDir', o.tmpDir],
+  ] as const) {
+    if (!/^\/[A-Za-z0-9._/-]*$/.test(value))
+      throw new Error(`${name} must be an absolute path, got '${value}'`);
+  }
+  for (const l of o.listen) {
+    if (!/^[0-9a-fA-F.:[\]]*\d+$/.test(l)) throw new Error(`listen must be [ADDRESS:]PORT, got '${l}'`);
+  }
+  const cors = pairs(CORS_HEADERS);
+  const text = (status: number, body: string, extra = '') =>
+    `default_type "text/plain; charset=utf-8";
+      add_header Cache-Control "no-store" always;
+      add_header X-Content-Type-Options "nosniff" always;${extra}
+      return ${status} "${body}\\n";`;
+  // The host to select by: Host ($host: nginx lowercases it and strips the port), or with a
+  // trusted proxy the first X-Forwarded-Host. Anything that is not a DNS name maps to `~`,
+  // which no ConfigMap key can contain, so no file outside the set is ever named after a host.
+  const hostSource = o.trustForwardedHost
+    ? `map $http_x_forwarded_host $agentcard_raw_host {
+    ""                          $host;
+    "~^[ \\t]*(?<first>[^, \\t]+)" $first;
+  }`
+    : `map $host $agentcard_raw_host {
+    default $host;
+  }`;
+  return `# agentcard sidecar, nginx mode. Written by agentcard-operator (operator/sidecar/nginx.ts);
+# the same for every Pod and card: cards and audiences change as files, never as configuration.
+worker_processes 1;
+pid ${o.tmpDir}/nginx.pid;
+error_log stderr warn;
+
+events {
+  # Not a lockout: when connections run out, nginx closes idle keep-alive ones to make room.
+  worker_connections 1024;
+}
+
+http {
+  access_log off;
+  server_tokens off;
+  client_body_temp_path ${o.tmpDir}/client_body;
+  proxy_temp_path ${o.tmpDir}/proxy;
+  fastcgi_temp_path ${o.tmpDir}/fastcgi;
+  uwsgi_temp_path ${o.tmpDir}/uwsgi;
+  scgi_temp_path ${o.tmpDir}/scgi;
+
+  # The same limits as the Node mode (server.ts SIDECAR_DEFAULTS).
+  keepalive_timeout ${o.keepAliveSeconds}s ${o.keepAliveSeconds};
+  keepalive_requests 10000;
+  client_header_buffer_size 1k;
+  large_client_header_buffers 4 ${Math.ceil(o.maxHeaderBytes / 1024)}k;
+  client_header_timeout 30s;
+  reset_timedout_connection on;
+  # Every file is read as it is now: the kubelet swaps versions under the same names.
+  open_file_cache off;
+  etag on;
+  # RFC 9110 section 13.1.3: not modified when the file is not newer than the date given.
+  if_modified_since before;
+  merge_slashes off;
+  # Whole documents only, as the Node mode answers (a card is a few KB).
+  max_ranges 0;
+
+  ${hostSource}
+  map $agentcard_raw_host $agentcard_host {
+    "~^(?<name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$" $name;
+    default "~";
+  }
+  # *.<suffix> matches exactly one more leading label.
+  map $agentcard_host $agentcard_suffix {
+    "~^[^.]+\\.(?<suffix>.+)$" $suffix;
+    default "~";
+  }
+  # Requests are routed by the raw request target, as the Node mode does: nginx's normalized URI
+  # would also answer /.well-known/./agent-card.json, //.well-known/... or %2e-encoded dots.
+  map $request_uri $agentcard_route {
+    "~^/\\.well-known/agent-card\\.json(?:\\?.*)?$" agent-card;
+    "~^/\\.well-known/agent\\.json(?:\\?.*)?$"      agent;
+    "~^/\\.well-known/jwks\\.json(?:\\?.*)?$"       jwks;
+    "~^/(?:healthz)?(?:\\?.*)?$"                    health;
+    default                                         other;
+  }
+  # A CORS preflight (Fetch standard, "CORS protocol") has both an Origin and a requested method.
+  map "$http_origin|$http_access_control_request_method" $agentcard_preflight {
+    "~^.+\\|.+$" preflight;
+    default     options;
+  }
+
+  server {
+    listen ${o.listen.join(';\n    listen ')};
+    root ${o.cardDir};
+    default_type application/json;
+    charset off;
+
+    error_page 404 @not_found;
+    error_page 405 @not_allowed;
+    error_page 503 @not_loaded;
+
+    location / {
+      rewrite ^ /.agentcard/$agentcard_route last;
+    }
+
+    location = /.agentcard/agent-card {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+${documentHeaders(o.maxAgeSeconds, cors)}
+      try_files /host.$agentcard_host.agent-card.json /wildcard.$agentcard_suffix.agent-card.json /agent-card.json @absent;
+    }
+    location = /.agentcard/agent {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+${documentHeaders(o.maxAgeSeconds, cors)}
+      try_files /host.$agentcard_host.agent.json /wildcard.$agentcard_suffix.agent.json /agent.json @absent;
+    }
+    location = /.agentcard/jwks {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+${documentHeaders(o.maxAgeSeconds, cors)}
+      try_files /jwks.json @absent;
+    }
+    # 200 whatever the card's state, for load balancers' default health checks.
+    location = /.agentcard/health {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-options last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+      ${text(200, 'ok')}
+    }
+    location = /.agentcard/other {
+      internal;
+      return 404;
+    }
+    location = /.agentcard/options-options {
+      internal;
+      add_header Allow "${ALLOW}" always;
+      add_header X-Content-Type-Options "nosniff" always;
+      return 204;
+    }
+    location = /.agentcard/options-preflight {
+      internal;
+${cors.map(([k, v]) => `      add_header ${k} "${v}" always;`).join('\n')}
+      add_header Access-Control-Allow-Methods "${ALLOW}" always;
+      add_header Access-Control-Allow-Headers "*" always;
+      add_header Access-Control-Max-Age "86400" always;
+      add_header X-Content-Type-Options "nosniff" always;
+      return 204;
+    }
+    # A missing document: 404 when a card is published, 503 until then (the volume is empty).
+    location @absent {
+      if (-f $document_root/agent-card.json) { return 404; }
+      return 503;
+    }
+    location @not_found {
+      ${text(404, 'not found')}
+    }
+    location @not_allowed {
+      ${text(405, 'method not allowed', `\n      add_header Allow "${ALLOW}" always;`)}
+    }
+    location @not_loaded {
+      ${text(503, 'no card loaded yet', '\n      add_header Retry-After "5" always;')}
+    }
+  }
+}
+`;
+}
+
+function documentHeaders(maxAgeSeconds: number, cors: [string, string][]): string {
+  return [
+    `add_header Cache-Control "public, max-age=${maxAgeSeconds}";`,
+    ...cors.map(([k, v]) => `add_header ${k} "${v}";`),
+    `add_header X-Content-Type-Options "nosniff" always;`,
+  ]
+    .map((line) => `      ${line}`)
+    .join('\n');
+}
+
+function pairs(flat: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
+  return out;
+}
