@@ -10,26 +10,31 @@
  * `..data` symlinks, so a new version of the ConfigMap is served as soon as the kubelet has
  * swapped it in, and an audience added or removed is a file that appears or disappears.
  *
+ * Cache-Control's max-age comes from the `cache-max-age-seconds` file on every request, read by
+ * a few lines of njs (nginx's JavaScript module, shipped in the nginx images and in Debian as
+ * libnginx-mod-http-js): nginx alone can put a file in a body but not in a header.
+ *
  * Known differences from the Node mode, by design of a file server (documented in the README):
- * - ETag is nginx's (modification time and size), not a hash of the bytes; it still changes with
- *   every version the kubelet writes.
- * - Cache-Control max-age is fixed in this text (`maxAgeSeconds`), since nginx cannot read it
- *   from the `cache-max-age-seconds` file without a reload.
+ * - ETag is nginx's (modification time and size), not a hash of the bytes; it changes with every
+ *   version the kubelet writes, unless a file keeps its size and is rewritten within a second.
  * - The files are served as they are: the Node mode's checks (valid JSON, a v1.0 card) are left
  *   to the controller, which validates every card before it publishes it.
  * - X-Forwarded-Host (when trusted) must already be lowercase to select a variant.
  * - No per-Pod metrics port.
  */
 import { ALLOW } from './respond.ts';
-import { CORS_HEADERS } from './version.ts';
+import { CORS_HEADERS, MAX_AGE_FILE, MAX_AGE_LIMIT } from './version.ts';
 
 export interface NginxConfigOptions {
   /** The mounted card ConfigMap. */
   cardDir: string;
+  /** The directory holding NGINX_SCRIPT_FILE (nginxScript()). */
+  confDir: string;
   /** `listen` parameters, e.g. `8095` or `127.0.0.1:8095`. */
   listen: string[];
   /** A writable directory (an emptyDir in the Pod) for the pid file and nginx's temporary files. */
   tmpDir: string;
+  /** max-age when the card directory has no valid `cache-max-age-seconds` file. */
   maxAgeSeconds: number;
   keepAliveSeconds: number;
   maxHeaderBytes: number;
@@ -39,6 +44,9 @@ export interface NginxConfigOptions {
 /** Where the injected nginx finds its configuration and writable directory. */
 export const NGINX_CONF_DIR = '/etc/agentcard-nginx';
 export const NGINX_CONF_FILE = 'nginx.conf';
+export const NGINX_SCRIPT_FILE = 'agentcard.js';
+/** Where the nginx images and Debian's libnginx-mod-http-js put the njs module. */
+export const NJS_MODULE = '/usr/lib/nginx/modules/ngx_http_js_module.so';
 export const NGINX_TMP_DIR = '/tmp';
 /** The unprivileged user of the nginxinc/nginx-unprivileged image. */
 export const NGINX_UID = 101;
@@ -51,6 +59,7 @@ const DNS_NAME = `${LABEL}(?:\\.${LABEL})*`;
 export function nginxConfig(o: NginxConfigOptions): string {
   for (const [name, value] of [
     ['cardDir', o.cardDir],
+    ['confDir', o.confDir],
     ['tmpDir', o.tmpDir],
   ] as const) {
     if (!/^\/[A-Za-z0-9._/-]*$/.test(value))
@@ -78,6 +87,7 @@ export function nginxConfig(o: NginxConfigOptions): string {
   }`;
   return `# agentcard sidecar, nginx mode. Written by agentcard-operator (operator/sidecar/nginx.ts);
 # the same for every Pod and card: cards and audiences change as files, never as configuration.
+load_module ${NJS_MODULE};
 worker_processes 1;
 pid ${o.tmpDir}/nginx.pid;
 error_log stderr warn;
@@ -111,6 +121,9 @@ http {
   merge_slashes off;
   # Whole documents only, as the Node mode answers (a card is a few KB).
   max_ranges 0;
+
+  js_import agentcard from ${o.confDir}/${NGINX_SCRIPT_FILE};
+  js_set $agentcard_cache_control agentcard.cacheControl;
 
   ${hostSource}
   map $agentcard_raw_host $agentcard_host {
@@ -155,21 +168,21 @@ http {
       internal;
       if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
       if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-${documentHeaders(o.maxAgeSeconds, cors)}
+${documentHeaders(cors)}
       try_files /host.$agentcard_host.agent-card.json /wildcard.$agentcard_suffix.agent-card.json /agent-card.json @absent;
     }
     location = /.agentcard/agent {
       internal;
       if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
       if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-${documentHeaders(o.maxAgeSeconds, cors)}
+${documentHeaders(cors)}
       try_files /host.$agentcard_host.agent.json /wildcard.$agentcard_suffix.agent.json /agent.json @absent;
     }
     location = /.agentcard/jwks {
       internal;
       if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
       if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-${documentHeaders(o.maxAgeSeconds, cors)}
+${documentHeaders(cors)}
       try_files /jwks.json @absent;
     }
     # 200 whatever the card's state, for load balancers' default health checks.
@@ -217,9 +230,33 @@ ${cors.map(([k, v]) => `      add_header ${k} "${v}" always;`).join('\n')}
 `;
 }
 
-function documentHeaders(maxAgeSeconds: number, cors: [string, string][]): string {
+/**
+ * The njs module (njs 0.7 and later, plain ES5 so every engine version runs it): Cache-Control
+ * from the card directory's `cache-max-age-seconds`, with the same bounds as the Node mode
+ * (version.ts); the configured default when the file is absent or not a valid number.
+ */
+export function nginxScript(o: { maxAgeSeconds: number }): string {
+  return `// agentcard sidecar, nginx mode: written by agentcard-operator (operator/sidecar/nginx.ts).
+var fs = require('fs');
+
+function cacheControl(r) {
+  var seconds = ${o.maxAgeSeconds};
+  try {
+    var text = fs.readFileSync(r.variables.document_root + '/${MAX_AGE_FILE}').toString().trim();
+    if (/^[0-9]{1,6}$/.test(text) && Number(text) <= ${MAX_AGE_LIMIT}) seconds = Number(text);
+  } catch (e) {
+    // no file (or not readable): the default
+  }
+  return 'public, max-age=' + seconds;
+}
+
+export default { cacheControl: cacheControl };
+`;
+}
+
+function documentHeaders(cors: [string, string][]): string {
   return [
-    `add_header Cache-Control "public, max-age=${maxAgeSeconds}";`,
+    `add_header Cache-Control $agentcard_cache_control;`,
     ...cors.map(([k, v]) => `add_header ${k} "${v}";`),
     `add_header X-Content-Type-Options "nosniff" always;`,
   ]

@@ -15,12 +15,7 @@
  */
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { SIDECAR_UID, sidecarEnv } from '../sidecar/runtime.ts';
-import {
-  NGINX_CONF_ANNOTATION,
-  injectedNginxConfig,
-  nginxContainer,
-  nginxVolumes,
-} from './nginx-container.ts';
+import { injectedNginxFiles, nginxContainer, nginxVolumes } from './nginx-container.ts';
 
 export const INJECT_ANNOTATION = 'agentcard.dev/inject';
 export const SIDECAR_CONTAINER = 'agentcard-sidecar';
@@ -146,15 +141,14 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
   const patch: JsonPatchOp[] = [];
   if (nginx) {
     // The Pod has annotations: the inject annotation brought it here. `/` in a key is `~1`.
-    patch.push({
-      op: 'add',
-      path: `/metadata/annotations/${NGINX_CONF_ANNOTATION.replace(/~/g, '~0').replace(/\//g, '~1')}`,
-      value: injectedNginxConfig({
-        cardDir: CARD_DIR,
-        port: SIDECAR_PORT,
-        trustForwardedHost: cfg.trustForwardedHost ?? false,
-      }),
+    const files = injectedNginxFiles({
+      cardDir: CARD_DIR,
+      port: SIDECAR_PORT,
+      trustForwardedHost: cfg.trustForwardedHost ?? false,
     });
+    for (const [annotation, text] of Object.entries(files)) {
+      patch.push({ op: 'add', path: `/metadata/annotations/${jsonPointerToken(annotation)}`, value: text });
+    }
   }
   if (native) {
     // First among the init containers, so the card is served before anything else starts.
@@ -173,6 +167,11 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
     }
   }
   return { inject: true, card, native, patch };
+}
+
+/** RFC 6901 section 3: `~` and `/` escaped in a JSON Pointer reference token. */
+function jsonPointerToken(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 export function cardVolume(card: string): V1Volume {

@@ -9,29 +9,43 @@
  */
 import type { V1Container, V1Volume } from '@kubernetes/client-node';
 import { SIDECAR_DEFAULTS } from '../sidecar/server.ts';
-import { NGINX_CONF_DIR, NGINX_CONF_FILE, NGINX_TMP_DIR, NGINX_UID, nginxConfig } from '../sidecar/nginx.ts';
+import {
+  NGINX_CONF_DIR,
+  NGINX_CONF_FILE,
+  NGINX_SCRIPT_FILE,
+  NGINX_TMP_DIR,
+  NGINX_UID,
+  nginxConfig,
+  nginxScript,
+} from '../sidecar/nginx.ts';
 
 export const NGINX_CONF_ANNOTATION = 'agentcard.dev/nginx-conf';
+export const NGINX_SCRIPT_ANNOTATION = 'agentcard.dev/nginx-js';
 export const NGINX_CONF_VOLUME = 'agentcard-nginx-conf';
 export const NGINX_TMP_VOLUME = 'agentcard-nginx-tmp';
-/** The card's max-age in this mode (nginx cannot read the cache-max-age-seconds file). */
-export const NGINX_MAX_AGE_SECONDS = 300;
+/** max-age when the ConfigMap has no cache-max-age-seconds (the AgentCard's default). */
+export const NGINX_DEFAULT_MAX_AGE_SECONDS = 300;
 
-/** The configuration text the injected nginx runs with. */
-export function injectedNginxConfig(opts: {
+/** The files the injected nginx runs with, by annotation (each projected as a file). */
+export function injectedNginxFiles(opts: {
   cardDir: string;
   port: number;
   trustForwardedHost: boolean;
-}): string {
-  return nginxConfig({
+}): Record<string, string> {
+  const conf = nginxConfig({
     cardDir: opts.cardDir,
+    confDir: NGINX_CONF_DIR,
     listen: [String(opts.port)],
     tmpDir: NGINX_TMP_DIR,
-    maxAgeSeconds: NGINX_MAX_AGE_SECONDS,
+    maxAgeSeconds: NGINX_DEFAULT_MAX_AGE_SECONDS,
     keepAliveSeconds: SIDECAR_DEFAULTS.keepAliveSeconds,
     maxHeaderBytes: SIDECAR_DEFAULTS.maxHeaderBytes,
     trustForwardedHost: opts.trustForwardedHost,
   });
+  return {
+    [NGINX_CONF_ANNOTATION]: conf,
+    [NGINX_SCRIPT_ANNOTATION]: nginxScript({ maxAgeSeconds: NGINX_DEFAULT_MAX_AGE_SECONDS }),
+  };
 }
 
 /** The container: the image's nginx (not its entrypoint, which would edit files), in the foreground. */
@@ -85,6 +99,10 @@ export function nginxVolumes(): V1Volume[] {
           {
             path: NGINX_CONF_FILE,
             fieldRef: { fieldPath: `metadata.annotations['${NGINX_CONF_ANNOTATION}']` },
+          },
+          {
+            path: NGINX_SCRIPT_FILE,
+            fieldRef: { fieldPath: `metadata.annotations['${NGINX_SCRIPT_ANNOTATION}']` },
           },
         ],
       },

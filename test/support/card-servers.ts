@@ -14,7 +14,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decide } from '../../operator/webhook/mutate.ts';
-import { NGINX_CONF_ANNOTATION } from '../../operator/webhook/nginx-container.ts';
+import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../../operator/webhook/nginx-container.ts';
 import { spawnSidecar } from '../unit/sidecar/spawn.ts';
 import { freePort } from './ports.ts';
 
@@ -59,7 +59,8 @@ export async function startMode(
   const port = await freePort();
   const tmp = await mkdtemp(join(tmpdir(), 'agentcard-nginx-'));
   await chmod(tmp, 0o755);
-  let conf = localNginxConfig(webhookNginxConfig(opts.trustForwardedHost ?? false), { cardDir, port, tmp });
+  const files = webhookNginxFiles(opts.trustForwardedHost ?? false);
+  let conf = localNginxConfig(files.conf, { cardDir, port, tmp });
   if (opts.keepAliveSeconds) {
     conf = replaceOnce(
       conf,
@@ -69,6 +70,7 @@ export async function startMode(
   }
   const file = join(tmp, 'nginx.conf');
   await writeFile(file, conf);
+  await writeFile(join(tmp, 'agentcard.js'), files.script);
   const child = await startProcess('nginx', ['-c', file, '-e', 'stderr', '-g', 'daemon off;'], port);
   return {
     port,
@@ -80,8 +82,8 @@ export async function startMode(
   };
 }
 
-/** The configuration the webhook injects (the annotation of its patch for a Pod). */
-export function webhookNginxConfig(trustForwardedHost: boolean): string {
+/** The configuration and njs script the webhook injects (the annotations of its patch for a Pod). */
+export function webhookNginxFiles(trustForwardedHost: boolean): { conf: string; script: string } {
   const decision = decide(
     {
       metadata: { name: 'agent', annotations: { 'agentcard.dev/inject': 'card' } },
@@ -98,13 +100,16 @@ export function webhookNginxConfig(trustForwardedHost: boolean): string {
     },
   );
   if (!decision.inject) throw new Error(decision.reason);
-  const op = decision.patch.find(
-    (p) => p.path === `/metadata/annotations/${NGINX_CONF_ANNOTATION.replace('/', '~1')}`,
-  );
-  return op!.value as string;
+  const annotation = (name: string) =>
+    decision.patch.find((p) => p.path === `/metadata/annotations/${name.replace('/', '~1')}`)!
+      .value as string;
+  return { conf: annotation(NGINX_CONF_ANNOTATION), script: annotation(NGINX_SCRIPT_ANNOTATION) };
 }
 
-/** The Pod's card directory, port and emptyDir replaced by local ones, and nothing else. */
+/**
+ * The Pod's card directory, configuration directory, port and emptyDir replaced by local ones
+ * (both files go to the local emptyDir), and nothing else.
+ */
 export function localNginxConfig(
   conf: string,
   local: { cardDir: string; port: number; tmp: string },
@@ -112,6 +117,7 @@ export function localNginxConfig(
   const tmpUses = conf.split(' /tmp/').length - 1;
   if (tmpUses !== 6) throw new Error(`expected 6 uses of /tmp in the nginx configuration, found ${tmpUses}`);
   let out = conf.replaceAll(' /tmp/', ` ${local.tmp}/`);
+  out = replaceOnce(out, ' /etc/agentcard-nginx/agentcard.js;', ` ${local.tmp}/agentcard.js;`);
   out = replaceOnce(out, '\n    root /etc/agentcard;\n', `\n    root ${local.cardDir};\n`);
   return replaceOnce(out, '\n    listen 8095;\n', `\n    listen 127.0.0.1:${local.port};\n`);
 }

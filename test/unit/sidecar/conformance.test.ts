@@ -140,6 +140,31 @@ describe.each(SERVING_MODES)('%s mode', (mode) => {
     expect((await fetchText(server.port, '/.well-known/jwks.json?x=1')).body).toBe(JWKS);
   });
 
+  it("takes Cache-Control's max-age from the volume, and the default without the file", async () => {
+    const own = await tempDir();
+    await kubeletWrite(own, { ...FILES, 'cache-max-age-seconds': '42' });
+    const s = await startMode(mode, own);
+    try {
+      const res = await fetchText(s.port, CARD);
+      expect(res.headers.get('cache-control')).toBe('public, max-age=42');
+      const etag = res.headers.get('etag')!;
+      const revalidated = await fetchText(s.port, CARD, { headers: { 'if-none-match': etag } });
+      expect(revalidated.headers.get('cache-control')).toBe('public, max-age=42');
+      const files = { ...FILES };
+      delete files['cache-max-age-seconds'];
+      await kubeletWrite(own, files);
+      let after = res;
+      for (let i = 0; i < 50 && after.headers.get('cache-control') === 'public, max-age=42'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        after = await fetchText(s.port, CARD);
+      }
+      expect(after.headers.get('cache-control')).toBe('public, max-age=300');
+    } finally {
+      await s.close();
+      await rm(own, { recursive: true, force: true });
+    }
+  });
+
   it('answers conditional requests with 304 and the validators', async () => {
     const first = await fetchText(server.port, CARD);
     const etag = first.headers.get('etag')!;

@@ -214,6 +214,8 @@ describe('decide, nginx server', () => {
     expect(conf).toContain('root /etc/agentcard;');
     expect(conf).toContain('listen 8095;');
     expect(conf).toContain('pid /tmp/nginx.pid;');
+    expect(conf).toContain('js_import agentcard from /etc/agentcard-nginx/agentcard.js;');
+    expect(patched.metadata!.annotations!['agentcard.dev/nginx-js']).toContain("'/cache-max-age-seconds'");
     expect(patched.metadata!.annotations![INJECT_ANNOTATION]).toBe('weather');
     const volumes = patched.spec!.volumes!;
     expect(volumes.map((v) => v.name)).toEqual([
@@ -225,6 +227,10 @@ describe('decide, nginx server', () => {
     expect(volumes[2]!.downwardAPI!.items![0]).toEqual({
       path: 'nginx.conf',
       fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-conf']" },
+    });
+    expect(volumes[2]!.downwardAPI!.items![1]).toEqual({
+      path: 'agentcard.js',
+      fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-js']" },
     });
     expect(sidecar!.volumeMounts!.map((m) => [m.mountPath, m.readOnly ?? false])).toEqual([
       ['/etc/agentcard', true],
