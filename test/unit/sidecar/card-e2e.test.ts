@@ -18,9 +18,9 @@ import { renderV03, renderV1 } from '../../../operator/card/render.ts';
 import { serializeCard } from '../../../operator/card/serialize.ts';
 import { importSigningKey, publicJwks, signCard } from '../../../operator/card/sign.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
-import { kubeletWrite, tempDir } from './fixtures.ts';
-import { spawnSidecar } from './spawn.ts';
-import type { Running } from './spawn.ts';
+import { kubeletWrite, tempDir } from '../../support/card-files.ts';
+import { spawnSidecar } from '../../support/sidecar-process.ts';
+import type { Running } from '../../support/sidecar-process.ts';
 
 const EXAMPLE = join(import.meta.dirname, '../../../examples/agentcard-signed.yaml');
 

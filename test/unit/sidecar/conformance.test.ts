@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROXIES, SERVING_MODES, startMode, startProxy } from '../../support/card-servers.ts';
 import type { CardServer } from '../../support/card-servers.ts';
 import { goClient, runGoClient } from '../../support/go-client.ts';
-import { JWKS, cardFiles, cardJson, kubeletWrite, legacyJson, tempDir } from './fixtures.ts';
+import { JWKS, cardFiles, cardJson, kubeletWrite, legacyJson, tempDir } from '../../support/card-files.ts';
 
 const run = promisify(execFile);
 const CARD = '/.well-known/agent-card.json';

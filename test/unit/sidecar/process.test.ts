@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { Pool, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cardFiles, kubeletWrite, tempDir } from './fixtures.ts';
-import { BIN, spawnSidecar } from './spawn.ts';
-import type { Running } from './spawn.ts';
+import { cardFiles, kubeletWrite, tempDir } from '../../support/card-files.ts';
+import { BIN, spawnSidecar } from '../../support/sidecar-process.ts';
+import type { Running } from '../../support/sidecar-process.ts';
 
 const CARD_PATH = '/.well-known/agent-card.json';
 

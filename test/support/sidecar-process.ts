@@ -3,9 +3,9 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { SIDECAR_NODE_OPTIONS } from '../../../operator/sidecar/runtime.ts';
+import { SIDECAR_NODE_OPTIONS } from '../../operator/sidecar/runtime.ts';
 
-export const BIN = join(import.meta.dirname, '../../../bin/agentcard.js');
+export const BIN = join(import.meta.dirname, '../../bin/agentcard.js');
 
 export interface Running {
   child: ChildProcess;
