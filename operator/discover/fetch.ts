@@ -7,13 +7,14 @@
  * run has one too. Connections are kept per origin for the run (keep-alive), which is what makes
  * a catalog of many cards on one host cheap.
  */
+import type { Readable } from 'node:stream';
 import { Client } from 'undici';
 import { PROBE_CODES } from '../probe/classify.ts';
 import { type CaOption, ProbeFailure, type Resolver, openConnection } from '../probe/connect.ts';
 import { hostForUrl, readCapped } from '../probe/http.ts';
 import type { AddressPolicy } from '../probe/policy.ts';
 import { type DocumentCache, cacheDirectives, isFresh } from './cache.ts';
-import { shorten } from './plan.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan, shorten } from './plan.ts';
 
 /** Why a fetch failed, in words a user can act on. `code` is stable (tests and JSON output). */
 export class FetchError extends Error {
@@ -78,6 +79,12 @@ function describeFailure(err: ProbeFailure, timeoutMs: number): { code: string; 
         ? { code: 'tls', message: `TLS: ${err.code}` }
         : { code: 'connect', message: `cannot connect (${err.code})` };
   }
+}
+
+/** Drops a body that will not be read; the abort this causes is expected, not an error. */
+function discard(body: Readable): void {
+  body.on('error', () => {});
+  body.destroy();
 }
 
 export class Fetcher {
@@ -171,7 +178,7 @@ export class Fetcher {
       };
       const status = response.statusCode;
       if (status === 304 && cached) {
-        response.body.destroy();
+        discard(response.body);
         const directives = cacheDirectives(header('cache-control'), header('etag') ?? cached.etag);
         await cache!.put({
           ...cached,
@@ -189,7 +196,7 @@ export class Fetcher {
         };
       }
       if (status >= 300 && status < 400) {
-        response.body.destroy();
+        discard(response.body);
         const location = header('location');
         throw fail(
           'redirect',
@@ -197,13 +204,13 @@ export class Fetcher {
         );
       }
       if (status < 200 || status > 299) {
-        response.body.destroy();
+        discard(response.body);
         throw fail(status === 404 ? 'not-found' : 'http', `HTTP ${status}`);
       }
       const room = Math.min(this.opts.maxBytes, this.opts.totalBytes - this.#spent);
       const claimed = Number(header('content-length'));
       if (Number.isFinite(claimed) && claimed > this.opts.maxBytes) {
-        response.body.destroy();
+        discard(response.body);
         throw fail(
           'too-large',
           `the body claims ${claimed} bytes, over the ${kib(this.opts.maxBytes)} limit`,
@@ -259,11 +266,15 @@ export class Fetcher {
 
 /** Parses a fetched body as JSON; the error names the URL and content type, never the body. */
 export function parseJsonBody(fetched: Fetched): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(fetched.text);
-  } catch (err) {
-    const why = err instanceof RangeError ? 'nested too deeply' : 'not JSON';
+    value = JSON.parse(fetched.text);
+  } catch {
     const type = fetched.contentType ? ` (content-type ${shorten(fetched.contentType, 80)})` : '';
-    throw new FetchError('not-json', fetched.url, `the body is ${why}${type}`);
+    throw new FetchError('not-json', fetched.url, `the body is not JSON${type}`);
   }
+  if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+    throw new FetchError('too-deep', fetched.url, `the JSON nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return value;
 }
