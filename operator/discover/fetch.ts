@@ -14,7 +14,8 @@ import { type CaOption, ProbeFailure, type Resolver, openConnection } from '../p
 import { hostForUrl, readCapped } from '../probe/http.ts';
 import type { AddressPolicy } from '../probe/policy.ts';
 import { type DocumentCache, cacheDirectives, isFresh } from './cache.ts';
-import { MAX_JSON_DEPTH, nestsDeeperThan, shorten } from './plan.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../catalog/document.ts';
+import { shorten } from './plan.ts';
 
 /** Why a fetch failed, in words a user can act on. `code` is stable (tests and JSON output). */
 export class FetchError extends Error {

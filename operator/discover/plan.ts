@@ -79,23 +79,3 @@ export function shorten(text: string, max = 200): string {
   const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
   return clean.length > max ? `${clean.slice(0, max)}...` : clean;
 }
-
-/** JSON nesting a document may have: cards and catalogs need far less (a catalog's inline data included). */
-export const MAX_JSON_DEPTH = 64;
-
-/**
- * Whether a parsed JSON value nests deeper than `max` (iteratively: the value may be deep enough
- * to overflow the stack of any recursive walk, which is exactly what this check prevents later).
- */
-export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [item, depth] = stack.pop()!;
-    if (!item || typeof item !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(item) ? item : Object.values(item)) {
-      if (child && typeof child === 'object') stack.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
