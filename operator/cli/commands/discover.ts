@@ -5,7 +5,7 @@
  * otherwise, 2 on a usage error. Flags and exit codes follow `agentcard probe`.
  */
 import { readFile } from 'node:fs/promises';
-import { MAX_JWKS_BYTES, parseFlags, readInput } from '../../card/cli.ts';
+import { MAX_JWKS_BYTES, parseFlags, readInput } from '../input.ts';
 import { parseJwks } from '../../card/jwks.ts';
 import type { JWK } from '../../card/sign.ts';
 import { UserError, describeError } from '../../errors.ts';

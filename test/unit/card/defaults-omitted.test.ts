@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultsOmittedPayload, signingPayload } from '../../../operator/card/jcs.ts';
 import { renderV1 } from '../../../operator/card/render.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
-import { fullCard, minimalCard } from './fixtures.ts';
+import { fullCard, minimalCard } from '../../support/cards.ts';
 
 /** A card with the default values an SDK user typically writes. */
 function sdkStyleCard(): Record<string, unknown> {

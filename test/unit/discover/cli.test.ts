@@ -10,15 +10,15 @@ import { validateCard } from '../../../operator/card/validate.ts';
 import { DirectoryCache } from '../../../operator/discover/cache.ts';
 import { discover } from '../../../operator/discover/discover.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
-import { minimalCard } from '../card/fixtures.ts';
-import { agentcard, expectOneLineError } from '../cli/run.ts';
+import { minimalCard } from '../../support/cards.ts';
+import { agentcard, expectOneLineError } from '../../support/cli.ts';
 import {
   type FileServer,
   type SidecarServer,
   json,
   startCardSidecar,
   startFileServer,
-} from './support/servers.ts';
+} from '../../support/discover-servers.ts';
 
 let key: SigningKey;
 let sidecar: SidecarServer;

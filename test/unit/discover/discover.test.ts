@@ -20,7 +20,8 @@ import { publicPart, type JWKS } from '../../../operator/card/verify.ts';
 import { discover, type DiscoverOptions } from '../../../operator/discover/discover.ts';
 import type { CardReport } from '../../../operator/discover/report.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
-import { createTestCa } from '../probe/support/certs.ts';
+import { vectors } from '../../support/cards.ts';
+import { createTestCa } from '../../support/tls-certs.ts';
 import {
   type FileServer,
   type SdkAgent,
@@ -29,7 +30,7 @@ import {
   startCardSidecar,
   startFileServer,
   startSdkAgent,
-} from './support/servers.ts';
+} from '../../support/discover-servers.ts';
 
 const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
 const cardEntry = (id: string, url: string) => ({ identifier: id, type: A2A_AGENT_CARD_MEDIA_TYPE, url });
@@ -384,5 +385,33 @@ describe('discover: jku only as a hint, followed with --trust-jku on the same ho
     expect(missing.errors).toContainEqual(
       expect.objectContaining({ code: 'jwks', message: `--jwks ${tlsFiles.origin}/nope.json: HTTP 404` }),
     );
+  });
+});
+
+describe('discover: the a2a-tck card signing vectors, served in a catalog', () => {
+  it("verifies every signed vector card with the vectors' public key, and no other", async () => {
+    const v = vectors();
+    const entries = v.signing_cases.map((c, i) => {
+      const signed = {
+        ...c.agent_card,
+        signatures: [{ protected: c.expected_protected_b64, signature: c.signature }],
+      };
+      files.routes.set(`/tck/${i}.json`, json(signed));
+      return cardEntry(`urn:tck:${c.id}`, `/tck/${i}.json`);
+    });
+    expect(entries.length).toBeGreaterThan(0);
+    files.routes.set('/tck.json', json({ specVersion: '1.0', entries }));
+    const report = await run({ urls: [`${files.origin}/tck.json`], jwks: { keys: [v.public_jwk as JWK] } });
+    expect(report.errors).toEqual([]);
+    expect(report.cards).toHaveLength(entries.length);
+    for (const card of report.cards) {
+      expect(card.signature, card.source).toMatchObject({
+        status: 'verified',
+        kid: 'key-1',
+        canonicalization: 'jcs',
+      });
+    }
+    const untrusted = await run({ urls: [`${files.origin}/tck.json`] });
+    expect(untrusted.cards.map((c) => c.signature.status)).toEqual(entries.map(() => 'untrusted'));
   });
 });

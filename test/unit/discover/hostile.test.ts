@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2A_AGENT_CARD_MEDIA_TYPE, AI_CATALOG_MEDIA_TYPE } from '../../../operator/catalog/document.ts';
 import { discover } from '../../../operator/discover/discover.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
-import { agentcard } from '../cli/run.ts';
-import { type Impostor, endlessBody, redirectTo, silent } from '../probe/support/impostors.ts';
+import { agentcard } from '../../support/cli.ts';
+import { type Impostor, endlessBody, redirectTo, silent } from '../../support/impostors.ts';
 
 const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
 const limits = { timeoutMs: 1000, maxBytes: 64 * 1024, maxDepth: 4 };

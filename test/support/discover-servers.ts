@@ -13,9 +13,9 @@ import express from 'express';
 import { generateAgentCardSignature, type AgentCard as SdkCard } from '@a2a-js/sdk';
 import { DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
-import type { JWK } from '../../../../operator/card/sign.ts';
-import { createLogger } from '../../../../operator/log.ts';
-import { startSidecar } from '../../../../operator/sidecar/server.ts';
+import type { JWK } from '../../operator/card/sign.ts';
+import { createLogger } from '../../operator/log.ts';
+import { startSidecar } from '../../operator/sidecar/server.ts';
 
 export interface Route {
   status?: number;
