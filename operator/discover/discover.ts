@@ -70,6 +70,7 @@ export async function discover(opts: DiscoverOptions): Promise<DiscoverReport> {
     timeoutMs: limits.timeoutMs,
     signal: AbortSignal.timeout(limits.deadlineMs),
     cache: opts.cache,
+    connectionsPerOrigin: limits.concurrency,
   });
   const errors: ErrorReport[] = [];
   try {

@@ -4,11 +4,11 @@
  * address policy judges the address actually connected to after DNS; redirects are never
  * followed (a 3xx is an error that says where it pointed); a body is read up to a cap, and a
  * larger Content-Length is refused before reading; each request has a deadline, and the whole
- * run has one too. Connections are kept per origin for the run (keep-alive), which is what makes
- * a catalog of many cards on one host cheap.
+ * run has one too. A small pool of connections is kept per origin for the run (keep-alive), which
+ * is what makes a catalog of many cards on one host cheap.
  */
 import type { Readable } from 'node:stream';
-import { Client } from 'undici';
+import { Pool } from 'undici';
 import { PROBE_CODES } from '../probe/classify.ts';
 import { type CaOption, ProbeFailure, type Resolver, openConnection } from '../probe/connect.ts';
 import { hostForUrl, readCapped } from '../probe/http.ts';
@@ -43,6 +43,8 @@ export interface FetchOptions {
   signal?: AbortSignal;
   cache?: DocumentCache;
   now?: () => number;
+  /** Connections kept open per origin (default 8); the crawler's concurrency bounds use. */
+  connectionsPerOrigin?: number;
 }
 
 export interface Fetched {
@@ -90,7 +92,7 @@ function discard(body: Readable): void {
 
 export class Fetcher {
   readonly opts: FetchOptions;
-  #clients = new Map<string, Client>();
+  #clients = new Map<string, Pool>();
   #spent = 0;
   /** Requests actually sent (not answered from the cache), for reports and tests. */
   requests = 0;
@@ -103,7 +105,7 @@ export class Fetcher {
     return this.#spent;
   }
 
-  #client(url: URL): Client {
+  #client(url: URL): Pool {
     const origin = url.origin;
     let client = this.#clients.get(origin);
     if (client) return client;
@@ -112,7 +114,8 @@ export class Fetcher {
       hostname: url.hostname.replace(/^\[|\]$/g, ''),
       port: Number(url.port || (secure ? 443 : 80)),
     };
-    client = new Client(`${url.protocol}//${hostForUrl(endpoint.hostname)}:${endpoint.port}`, {
+    client = new Pool(`${url.protocol}//${hostForUrl(endpoint.hostname)}:${endpoint.port}`, {
+      connections: this.opts.connectionsPerOrigin ?? 8,
       pipelining: 1,
       keepAliveTimeout: 4_000,
       // The request's own deadline bounds everything; these are backstops.
