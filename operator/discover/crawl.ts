@@ -12,7 +12,7 @@ import { describeError, UserError } from '../errors.ts';
 import { ProbeLimiter } from '../probe/limiter.ts';
 import { type SignatureReport, cardProblems, checkSignatures } from './check.ts';
 import { type Fetched, type Fetcher, FetchError, parseJsonBody } from './fetch.ts';
-import { classifyDocument, nestingLoop, parseTargetUrl, startCandidates } from './plan.ts';
+import { classifyDocument, nestingLoop, parseTargetUrl, redactUrl, startCandidates } from './plan.ts';
 import type { CardReport, CatalogReport, ErrorReport, SkillSummary } from './report.ts';
 import { type Trust, jkuResolver } from './trust.ts';
 
@@ -124,7 +124,7 @@ export class Crawler {
     try {
       url = parseTargetUrl(text);
     } catch (err) {
-      this.#error(text, [], 'usage', describeError(err));
+      this.#error(redactUrl(text), [], 'usage', describeError(err));
       return;
     }
     const candidates = startCandidates(url);

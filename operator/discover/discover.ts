@@ -15,7 +15,7 @@ import type { DocumentCache } from './cache.ts';
 import { type CrawlLimits, Crawler } from './crawl.ts';
 import { Fetcher, FetchError } from './fetch.ts';
 import { type CardFilter, matchesFilter } from './filter.ts';
-import { parseTargetUrl } from './plan.ts';
+import { parseTargetUrl, redactUrl } from './plan.ts';
 import type { CardReport, DiscoverReport, ErrorReport } from './report.ts';
 import type { Trust } from './trust.ts';
 
@@ -80,7 +80,8 @@ export async function discover(opts: DiscoverOptions): Promise<DiscoverReport> {
         const fetched = await fetcher.get(parseTargetUrl(url).href);
         keys.push(...parseJwks(fetched.text, url).keys);
       } catch (err) {
-        errors.push({ url, via: [], code: 'jwks', message: `--jwks ${url}: ${describeError(err)}` });
+        const shown = redactUrl(url);
+        errors.push({ url: shown, via: [], code: 'jwks', message: `--jwks ${shown}: ${describeError(err)}` });
       }
     }
     const jkuSets = new Map<string, Promise<JWKS>>();

@@ -73,6 +73,14 @@ export function nestingLoop(path: readonly string[], url: string): string | unde
   return at === -1 ? undefined : [...path.slice(at), url].join(' -> ');
 }
 
+/**
+ * A URL as given, safe to print: user:password@ (refused anyway, see parseTargetUrl) replaced by
+ * "***@", so that an error about a URL never shows the credentials written in it.
+ */
+export function redactUrl(text: string): string {
+  return shorten(text.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1***@'));
+}
+
 /** A value from a hostile server, made safe to print: one line, no control characters, bounded. */
 export function shorten(text: string, max = 200): string {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed

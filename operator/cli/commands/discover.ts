@@ -13,6 +13,7 @@ import { type AddressPolicy, createAddressPolicy } from '../../probe/policy.ts';
 import { DirectoryCache } from '../../discover/cache.ts';
 import { DEFAULT_LIMITS, discover } from '../../discover/discover.ts';
 import { formatTable } from '../../discover/format.ts';
+import { redactUrl } from '../../discover/plan.ts';
 import { parseDuration } from './probe.ts';
 
 const USAGE = `usage: agentcard discover URL [URL ...] [options]
@@ -85,7 +86,7 @@ export async function run(argv: string[]): Promise<number> {
   if (urls.length === 0)
     throw new UserError('nothing to discover: give a URL (see agentcard discover --help)', 2);
   for (const url of urls) {
-    if (!isUrl(url)) throw new UserError(`'${url}' is not an http(s) URL`, 2);
+    if (!isUrl(url)) throw new UserError(`'${redactUrl(url)}' is not an http(s) URL`, 2);
   }
   if (flags.output !== 'text' && flags.output !== 'json') {
     throw new UserError(`--output must be text or json, not '${flags.output}'`, 2);

@@ -107,6 +107,25 @@ describe('agentcard discover', () => {
     expectOneLineError(await agentcard(['discover', ...args]), pattern, 2);
   });
 
+  it('credentials in a URL never reach the output', async () => {
+    expectOneLineError(
+      await agentcard(['discover', 'ftp://user:s3cret@a.example/']),
+      /'ftp:\/\/\*\*\*@a.example\/' is not/,
+      2,
+    );
+    const r = await agentcard([
+      'discover',
+      'https://user:s3cret@a.example/',
+      '--jwks',
+      'https://k:s3cret@a.example/jwks.json',
+      '-o',
+      'json',
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).not.toContain('s3cret');
+    expect(r.stdout).toContain('URLs with credentials (user:password@) are not fetched');
+  });
+
   it('an unreadable --jwks file is one clear line', async () => {
     expectOneLineError(
       await agentcard(['discover', 'https://a.example/', '--jwks', join(dir, 'missing.json')]),

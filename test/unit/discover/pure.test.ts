@@ -7,6 +7,7 @@ import {
   classifyDocument,
   nestingLoop,
   parseTargetUrl,
+  redactUrl,
   shorten,
   startCandidates,
 } from '../../../operator/discover/plan.ts';
@@ -68,6 +69,14 @@ describe('nestingLoop', () => {
     expect(nestingLoop(['a', 'b', 'c'], 'b')).toBe('b -> c -> b');
     expect(nestingLoop(['a'], 'a')).toBe('a -> a');
     expect(nestingLoop(['a', 'b'], 'c')).toBeUndefined();
+  });
+});
+
+describe('redactUrl', () => {
+  it('never shows credentials written in a URL', () => {
+    expect(redactUrl('https://user:s3cret@a.example/jwks.json')).toBe('https://***@a.example/jwks.json');
+    expect(redactUrl('ftp://token@a.example/')).toBe('ftp://***@a.example/');
+    expect(redactUrl('https://a.example/a@b')).toBe('https://a.example/a@b');
   });
 });
 
