@@ -31,6 +31,15 @@ export interface CrawlResult {
   errors: ErrorReport[];
 }
 
+/**
+ * Answers at an origin's /.well-known/ai-catalog.json that mean "no catalog here": the card is
+ * looked for instead, quietly (many servers answer any path with an HTML page, or 401/403); a
+ * 4xx counts too. A 5xx or a hostile answer (too large, a redirect, a timeout) is reported.
+ */
+const NO_CATALOG = new Set(['not-found', 'not-json', 'unknown-document']);
+/** Failures of the host itself: its card cannot be fetched either, so they are reported once. */
+const HOST_FAILURES = new Set(['blocked', 'dns', 'connect', 'tls', 'deadline']);
+
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -147,20 +156,22 @@ export class Crawler {
     if (catalog) {
       this.#seen.add(catalogUrl);
       const value = this.#parse(catalog, []);
-      if (value !== undefined) {
+      if (value !== undefined && classifyDocument(value, catalog.contentType) === 'catalog') {
         await this.#catalog(value, catalogUrl, [], 0, catalog.cache);
         return;
       }
+      if (value !== undefined) this.#error(catalogUrl, [], 'unknown-document', 'not an AI Catalog');
     }
-    // A missing catalog is the common case, not an error: the card is looked for instead.
-    const missing =
-      this.#result.errors.length === before + 1 && this.#result.errors[before]!.code === 'not-found';
-    if (missing) this.#result.errors.pop();
+    const failure = this.#result.errors[before];
+    if (failure && HOST_FAILURES.has(failure.code)) return; // the card is on the same host
+    // No catalog is the common case, not an error: the card is looked for instead.
+    const quiet = failure && (NO_CATALOG.has(failure.code) || /^HTTP 4\d\d$/.test(failure.message));
+    const noCatalog = quiet ? this.#result.errors.splice(before, 1)[0] : undefined;
     const card = await this.#fetch(cardUrl, []);
     if (!card) {
-      if (missing) {
+      if (noCatalog) {
         const last = this.#result.errors.at(-1)!;
-        last.message = `no AI Catalog (${catalogUrl}: HTTP 404) and no agent card (${last.message})`;
+        last.message = `no AI Catalog (${catalogUrl}: ${noCatalog.message}) and no agent card (${last.message})`;
       }
       return;
     }

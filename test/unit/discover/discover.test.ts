@@ -299,6 +299,40 @@ describe('discover: from an origin', () => {
     }
   });
 
+  it('an HTML page or a 401 where the catalog would be means no catalog: the card is used, quietly', async () => {
+    files.routes.set('/.well-known/agent-card.json', files.routes.get('/tampered.json')!);
+    try {
+      for (const route of [
+        { headers: { 'content-type': 'text/html' }, body: '<html>app shell</html>' },
+        { status: 401, body: '{}' },
+        { body: '{"hello":"world"}' },
+      ]) {
+        files.routes.set('/.well-known/ai-catalog.json', route);
+        const report = await run({ urls: [`${files.origin}/`] });
+        expect(report.errors).toEqual([]);
+        expect(report.cards.map((c) => c.name)).toEqual(['Tampered Scheduler']);
+      }
+      files.routes.set('/.well-known/ai-catalog.json', { status: 503, body: 'down' });
+      const report = await run({ urls: [`${files.origin}/`] });
+      expect(report.errors).toEqual([expect.objectContaining({ code: 'http', message: 'HTTP 503' })]);
+      expect(report.cards.map((c) => c.name)).toEqual(['Tampered Scheduler']);
+    } finally {
+      files.routes.delete('/.well-known/ai-catalog.json');
+      files.routes.delete('/.well-known/agent-card.json');
+    }
+  });
+
+  it('a host the policy refuses is reported once', async () => {
+    const report = await discover({
+      urls: [`${files.origin}/`],
+      policy: createAddressPolicy(),
+      jwks: trusted,
+    });
+    expect(report.errors).toEqual([
+      expect.objectContaining({ code: 'blocked', url: `${files.origin}/.well-known/ai-catalog.json` }),
+    ]);
+  });
+
   it('an origin with neither says so in one error', async () => {
     const report = await run({ urls: [`${files.origin}/`] });
     expect(report.cards).toEqual([]);
