@@ -77,6 +77,7 @@ export class Crawler {
   readonly #seen = new Set<string>();
   #documents = 0;
   #limitReported = false;
+  #deadlineReported = false;
 
   constructor(fetcher: Fetcher, trust: Trust, limits: CrawlLimits) {
     this.#fetcher = fetcher;
@@ -111,7 +112,12 @@ export class Crawler {
     try {
       return await this.#limiter.run(new URL(url).host, () => this.#fetcher.get(url));
     } catch (err) {
-      if (err instanceof FetchError) this.#error(url, via, err.code, err.message);
+      if (err instanceof FetchError && err.code === 'deadline') {
+        // Every fetch after the run's deadline fails the same way: one report says it.
+        if (!this.#deadlineReported)
+          this.#error(url, via, err.code, `${err.message}; the rest was not fetched`);
+        this.#deadlineReported = true;
+      } else if (err instanceof FetchError) this.#error(url, via, err.code, err.message);
       else this.#error(url, via, 'error', describeError(err));
       return undefined;
     }

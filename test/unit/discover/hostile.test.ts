@@ -61,7 +61,7 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Welcome</body></html>');
       return;
     }
-    if (path === '/trickle.json') {
+    if (path === '/trickle.json' || path.startsWith('/trickle/')) {
       // One byte every 100 ms, forever: only a deadline on the whole answer stops it.
       res.writeHead(200, { 'content-type': 'application/json' });
       const timer = setInterval(() => (res.destroyed ? clearInterval(timer) : res.write(' ')), 100);
@@ -96,6 +96,15 @@ beforeAll(async () => {
             ']'.repeat(20_000) +
             '}}]}',
         );
+      return;
+    }
+    if (path === '/slow-entries.json') {
+      const entries = Array.from({ length: 5 }, (_, i) => ({
+        identifier: `urn:s:${i}`,
+        type: A2A_AGENT_CARD_MEDIA_TYPE,
+        url: `${origin}/trickle/${i}.json`,
+      }));
+      res.writeHead(200).end(JSON.stringify({ specVersion: '1.0', entries }));
       return;
     }
     if (path === '/wide.json') {
@@ -254,9 +263,23 @@ describe('hostile servers', () => {
       deadlineMs: 800,
     });
     expect(report.errors).toEqual([
-      expect.objectContaining({ code: 'deadline', message: "the run's deadline passed" }),
+      expect.objectContaining({
+        code: 'deadline',
+        message: "the run's deadline passed; the rest was not fetched",
+      }),
     ]);
     expect(ms).toBeLessThan(2000);
+  });
+
+  it('after the run deadline, one error says so (not one per document)', async () => {
+    const { report } = await only(`${server.origin}/slow-entries.json`, { deadlineMs: 500, timeoutMs: 5000 });
+    expect(server.requests.filter((r) => r.startsWith('/trickle/'))).toHaveLength(5); // all five were waiting
+    expect(report.errors).toEqual([
+      expect.objectContaining({
+        code: 'deadline',
+        message: "the run's deadline passed; the rest was not fetched",
+      }),
+    ]);
   });
 
   it('the CLI reports them all, one line each, exit 1, no stack trace', async () => {
