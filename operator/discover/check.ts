@@ -34,6 +34,24 @@ function describeResults(results: SignatureResult[]): string {
     .join('; ');
 }
 
+/**
+ * The report of a document (card or catalog) that no trusted signature verified: `invalid` when a
+ * trusted key's signature does not match (changed after signing), `untrusted` otherwise.
+ */
+export function notVerified(results: SignatureResult[], what: 'card' | 'catalog'): SignatureReport {
+  return results.some((r) => r.error === MISMATCH)
+    ? {
+        status: 'invalid',
+        message: `the ${what} was changed after it was signed (${describeResults(results)})`,
+        results,
+      }
+    : {
+        status: 'untrusted',
+        message: `no signature from a trusted key (${describeResults(results)})`,
+        results,
+      };
+}
+
 /** Verifies a card's signatures; `source` is where it came from (for the jku rule). */
 export async function checkSignatures(card: unknown, source: string, trust: Trust): Promise<SignatureReport> {
   const signatures = (card as { signatures?: unknown } | null)?.signatures;
@@ -73,17 +91,8 @@ export async function checkSignatures(card: unknown, source: string, trust: Trus
         }
       }
     }
-    return {
-      status: 'invalid',
-      message: `the card was changed after it was signed (${describeResults(first.results)})`,
-      results: first.results,
-    };
   }
-  return {
-    status: 'untrusted',
-    message: `no signature from a trusted key (${describeResults(first.results)})`,
-    results: first.results,
-  };
+  return notVerified(first.results, 'card');
 }
 
 /** validateCard's problems, with unknown members as warnings (a consumer ignores them). */

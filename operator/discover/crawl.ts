@@ -10,7 +10,7 @@ import { verifyCatalog } from '../catalog/signature.ts';
 import { formatProblem } from '../card/problem.ts';
 import { describeError, UserError } from '../errors.ts';
 import { ProbeLimiter } from '../probe/limiter.ts';
-import { type SignatureReport, cardProblems, checkSignatures } from './check.ts';
+import { type SignatureReport, cardProblems, checkSignatures, notVerified } from './check.ts';
 import { type Fetched, type Fetcher, FetchError, parseJsonBody } from './fetch.ts';
 import { classifyDocument, nestingLoop, parseTargetUrl, redactUrl, startCandidates } from './plan.ts';
 import type { CardReport, CatalogReport, ErrorReport, SkillSummary } from './report.ts';
@@ -241,22 +241,14 @@ export class Crawler {
     const result = await verifyCatalog(value, this.#trust.jwks, {
       resolveJku: jkuResolver(this.#trust, url),
     });
-    const why = result.results.map((r) => `${r.kid ? `kid ${r.kid}: ` : ''}${r.error ?? ''}`).join('; ');
-    if (result.verified)
-      return {
-        status: 'verified',
-        kid: result.kid,
-        message: `verified: kid ${result.kid}`,
-        results: result.results,
-      };
-    const invalid = result.results.some((r) => r.error === 'signature does not match');
-    return invalid
+    return result.verified
       ? {
-          status: 'invalid',
-          message: `the catalog was changed after it was signed (${why})`,
+          status: 'verified',
+          kid: result.kid,
+          message: `verified: kid ${result.kid}`,
           results: result.results,
         }
-      : { status: 'untrusted', message: `no signature from a trusted key (${why})`, results: result.results };
+      : notVerified(result.results, 'catalog');
   }
 
   /** Resolves an entry's url against its catalog's; a bad one is reported against the entry. */
