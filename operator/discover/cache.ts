@@ -36,8 +36,8 @@ export function cacheDirectives(cacheControl: string | undefined, etag: string |
     .split(',')
     .map((p) => p.trim());
   const noStore = parts.includes('no-store');
-  const noCache =
-    parts.some((p) => p === 'no-cache' || p.startsWith('no-cache=')) || parts.includes('must-revalidate');
+  // must-revalidate needs nothing more: a stale answer is always revalidated here.
+  const noCache = parts.some((p) => p === 'no-cache' || p.startsWith('no-cache='));
   const maxAge = parts.map((p) => /^max-age=(\d+)$/.exec(p)?.[1]).find((v) => v !== undefined);
   const maxAgeSeconds = maxAge === undefined ? undefined : Number(maxAge);
   const store = !noStore && (etag !== undefined || (maxAgeSeconds ?? 0) > 0);

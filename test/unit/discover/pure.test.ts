@@ -130,6 +130,11 @@ describe('cache rules', () => {
     expect(cacheDirectives('no-store, max-age=60', '"e1"').store).toBe(false);
     expect(cacheDirectives(undefined, undefined).store).toBe(false);
     expect(cacheDirectives('No-Cache', '"e1"')).toMatchObject({ store: true, noCache: true });
+    expect(cacheDirectives('max-age=60, must-revalidate', '"e1"')).toEqual({
+      store: true,
+      maxAgeSeconds: 60,
+      noCache: false,
+    });
   });
   it('fresh while max-age lasts, unless no-cache', () => {
     const entry = { url: 'u', text: '{}', storedAt: 1_000_000, maxAgeSeconds: 60 };
