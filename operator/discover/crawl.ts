@@ -94,43 +94,57 @@ export class Crawler {
     this.#result.errors.push({ url, via, code, message });
   }
 
-  /** Fetches within the document limit and the concurrency limits; errors become reports. */
-  async #fetch(url: string, via: string[]): Promise<Fetched | undefined> {
+  /**
+   * Fetches within the document limit and the concurrency limits. A failure comes back as its
+   * report, not recorded yet (the caller decides); `error: undefined` is a failure already
+   * reported once for the whole run (the document limit, the run's deadline).
+   */
+  async #get(url: string, via: string[]): Promise<{ fetched: Fetched } | { error: ErrorReport | undefined }> {
     if (this.#documents >= this.#limits.maxDocuments) {
-      if (!this.#limitReported) {
-        this.#limitReported = true;
-        this.#error(
-          url,
-          via,
-          'limit',
-          `stopped after ${this.#limits.maxDocuments} documents (--max-documents); the rest was not fetched`,
-        );
-      }
-      return undefined;
+      if (this.#limitReported) return { error: undefined };
+      this.#limitReported = true;
+      const message = `stopped after ${this.#limits.maxDocuments} documents (--max-documents); the rest was not fetched`;
+      return { error: { url, via, code: 'limit', message } };
     }
     this.#documents++;
     try {
-      return await this.#limiter.run(new URL(url).host, () => this.#fetcher.get(url));
+      return { fetched: await this.#limiter.run(new URL(url).host, () => this.#fetcher.get(url)) };
     } catch (err) {
       if (err instanceof FetchError && err.code === 'deadline') {
         // Every fetch after the run's deadline fails the same way: one report says it.
-        if (!this.#deadlineReported)
-          this.#error(url, via, err.code, `${err.message}; the rest was not fetched`);
+        if (this.#deadlineReported) return { error: undefined };
         this.#deadlineReported = true;
-      } else if (err instanceof FetchError) this.#error(url, via, err.code, err.message);
-      else this.#error(url, via, 'error', describeError(err));
-      return undefined;
+        return { error: { url, via, code: err.code, message: `${err.message}; the rest was not fetched` } };
+      }
+      return err instanceof FetchError
+        ? { error: { url, via, code: err.code, message: err.message } }
+        : { error: { url, via, code: 'error', message: describeError(err) } };
+    }
+  }
+
+  /** #get, with a failure recorded. */
+  async #fetch(url: string, via: string[]): Promise<Fetched | undefined> {
+    const got = await this.#get(url, via);
+    if ('fetched' in got) return got.fetched;
+    if (got.error) this.#result.errors.push(got.error);
+    return undefined;
+  }
+
+  /** The JSON of a body, or the report of why it is not usable. */
+  #json(fetched: Fetched, via: string[]): { value: unknown } | { error: ErrorReport } {
+    try {
+      return { value: parseJsonBody(fetched) };
+    } catch (err) {
+      const e = err as FetchError;
+      return { error: { url: fetched.url, via, code: e.code, message: e.message } };
     }
   }
 
   #parse(fetched: Fetched, via: string[]): unknown {
-    try {
-      return parseJsonBody(fetched);
-    } catch (err) {
-      const e = err as FetchError;
-      this.#error(fetched.url, via, e.code, e.message);
-      return undefined;
-    }
+    const parsed = this.#json(fetched, via);
+    if ('value' in parsed) return parsed.value;
+    this.#result.errors.push(parsed.error);
+    return undefined;
   }
 
   /** Discovers from one URL the user gave. */
@@ -155,35 +169,40 @@ export class Crawler {
       else this.#error(url.href, [], 'unknown-document', 'neither an AI Catalog nor an A2A Agent Card');
       return;
     }
-    // An origin: its catalog, else its card.
+    // An origin: its catalog, else its card. Several start URLs run at once, so this one's
+    // failures are kept here until it is known which of them to report.
     const [catalogUrl, cardUrl] = [candidates[0]!.url, candidates[1]!.url];
-    const before = this.#result.errors.length;
-    const catalog = await this.#fetch(catalogUrl, []);
-    if (catalog) {
+    const got = await this.#get(catalogUrl, []);
+    let failure: ErrorReport | undefined;
+    if ('fetched' in got) {
       this.#seen.add(catalogUrl);
-      const value = this.#parse(catalog, []);
-      if (value !== undefined && classifyDocument(value, catalog.contentType) === 'catalog') {
-        await this.#catalog(value, catalogUrl, [], 0, catalog.cache);
+      const parsed = this.#json(got.fetched, []);
+      if ('error' in parsed) failure = parsed.error;
+      else if (classifyDocument(parsed.value, got.fetched.contentType) === 'catalog') {
+        await this.#catalog(parsed.value, catalogUrl, [], 0, got.fetched.cache);
         return;
-      }
-      if (value !== undefined) this.#error(catalogUrl, [], 'unknown-document', 'not an AI Catalog');
+      } else failure = { url: catalogUrl, via: [], code: 'unknown-document', message: 'not an AI Catalog' };
+    } else if (!got.error)
+      return; // the run is over (document limit or deadline)
+    else failure = got.error;
+    if (HOST_FAILURES.has(failure.code)) {
+      this.#result.errors.push(failure); // the card is on the same host: reported once
+      return;
     }
-    const failure = this.#result.errors[before];
-    if (failure && HOST_FAILURES.has(failure.code)) return; // the card is on the same host
     // No catalog is the common case, not an error: the card is looked for instead.
-    const quiet = failure && (NO_CATALOG.has(failure.code) || /^HTTP 4\d\d$/.test(failure.message));
-    const noCatalog = quiet ? this.#result.errors.splice(before, 1)[0] : undefined;
-    const card = await this.#fetch(cardUrl, []);
-    if (!card) {
-      if (noCatalog) {
-        const last = this.#result.errors.at(-1)!;
-        last.message = `no AI Catalog (${catalogUrl}: ${noCatalog.message}) and no agent card (${last.message})`;
+    const quiet = NO_CATALOG.has(failure.code) || /^HTTP 4\d\d$/.test(failure.message);
+    if (!quiet) this.#result.errors.push(failure);
+    const card = await this.#get(cardUrl, []);
+    if ('error' in card) {
+      if (card.error && quiet) {
+        card.error.message = `no AI Catalog (${catalogUrl}: ${failure.message}) and no agent card (${card.error.message})`;
       }
+      if (card.error) this.#result.errors.push(card.error);
       return;
     }
     this.#seen.add(cardUrl);
-    const value = this.#parse(card, []);
-    if (value !== undefined) await this.#card(value, cardUrl, [], undefined, card.cache);
+    const value = this.#parse(card.fetched, []);
+    if (value !== undefined) await this.#card(value, cardUrl, [], undefined, card.fetched.cache);
   }
 
   async #catalog(

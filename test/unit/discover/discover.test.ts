@@ -322,6 +322,21 @@ describe('discover: from an origin', () => {
     }
   });
 
+  it('several origins at once: the outcome of each is its own', async () => {
+    const report = await run({ urls: [recipe.origin, `${files.origin}/`, stranger.origin, sidecar.origin] });
+    expect(report.cards.map((c) => c.name).sort()).toEqual([
+      'Recipe Finder',
+      'Stranger Agent',
+      'Team Scheduler',
+    ]);
+    expect(report.errors).toEqual([
+      expect.objectContaining({
+        url: `${files.origin}/.well-known/agent-card.json`,
+        message: `no AI Catalog (${files.origin}/.well-known/ai-catalog.json: HTTP 404) and no agent card (HTTP 404)`,
+      }),
+    ]);
+  });
+
   it('a host the policy refuses is reported once', async () => {
     const report = await discover({
       urls: [`${files.origin}/`],
