@@ -53,7 +53,7 @@ async function main(): Promise<void> {
   const { machine, replaceSection, table } = await import('./report.ts');
 
   const CARDS = Number(process.env.DISCOVER_BENCH_CARDS ?? 1000);
-  const RUNS = Number(process.env.DISCOVER_BENCH_RUNS ?? 5);
+  const RUNS = Number(process.env.DISCOVER_BENCH_RUNS ?? 9);
   const CONCURRENCY = 16;
 
   const key = await importSigningKey(JSON.stringify(await generateSigningJwk('ES256', 'bench')));
