@@ -6,7 +6,6 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
 import { setFlagsFromString } from 'node:v8';
-import { loadKubeConfigWithoutGeneratedApis } from '../../kube/slim-load.ts';
 import type { OperatorConfig } from '../../controller/main.ts';
 import { UserError } from '../../errors.ts';
 import { createLogger } from '../../log.ts';
@@ -201,10 +200,8 @@ export async function run(argv: string[]): Promise<number> {
   // A long-running process with a small working set: V8's size-over-speed mode keeps the young
   // generation and the heap's growth small (peak RSS at 1,000 AgentCards about 30 MiB lower; other
   // flag sets measured in bench/scale.bench.ts saved less). Set before the controller's modules
-  // load, as is the hook that keeps client-node's generated API clients out (kube/slim-load.ts),
-  // hence the dynamic import below.
+  // load, hence the dynamic import below.
   setFlagsFromString('--optimize-for-size');
-  loadKubeConfigWithoutGeneratedApis();
   const { runOperator } = await import('../../controller/main.ts');
   const log = createLogger({ component: 'operator' });
   const shutdown = new AbortController();
