@@ -35,7 +35,7 @@ export function loadKubeConfig(opts: KubeConfigOptions = {}): KubeConfig {
       kc.loadFromFile(join(homedir(), '.kube', 'config'));
     } else {
       throw new UserError(
-        'no Kubernetes configuration: pass --kubeconfig FILE, set KUBECONFIG, or run in a cluster',
+        'no Kubernetes configuration: pass --kubeconfig FILE, set KUBECONFIG, create ~/.kube/config, or run in a cluster',
       );
     }
   } catch (err) {

@@ -1,7 +1,7 @@
 /**
  * Reproduces the container image's file system without a container engine: reads the
- * Dockerfile, copies what its COPY lines copy, installs production dependencies the way its
- * build stage does, and runs the image's ENTRYPOINT with the Node.js 24 of the devDependency.
+ * Dockerfile, copies what its COPY lines copy, lets the caller play the build stage's RUN lines
+ * (install and bundle), and runs the image's ENTRYPOINT with the Node.js 24 of the devDependency.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
@@ -63,7 +63,7 @@ export function parseDockerfile(text: string, buildArgs: Record<string, string> 
 }
 
 export type ImageLayout = {
-  /** The build stage's /app after its COPY lines and the production-only install. */
+  /** The build stage's /app after its COPY lines and its RUN lines (played by the caller). */
   buildDir: string;
   /** The runtime stage's root (its WORKDIR is `workdir` inside it). */
   rootDir: string;
@@ -80,7 +80,7 @@ export type ImageLayout = {
   contextSources: string[];
 };
 
-/** Follows the Dockerfile into `outDir`; `install(dir)` plays the build stage's npm commands. */
+/** Follows the Dockerfile into `outDir`; `install(dir)` plays the build stage's RUN lines. */
 export function buildImageLayout(outDir: string, install: (dir: string) => void): ImageLayout {
   const stages = parseDockerfile(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'));
   const build = stages.find((s) => s.name === 'build');
