@@ -13,7 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { GROUP, PLURAL, VERSION } from '../operator/card/resource.ts';
+import { GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
 import { applyConfigMap, applyStatus, createEvent } from '../operator/kube/api.ts';
 import { KubeClient } from '../operator/kube/client.ts';
 import { loadKubeConfig } from '../operator/kube/config.ts';

@@ -26,7 +26,15 @@ export interface KubeAuth {
 }
 
 /** The TLS settings client-node derives from a context, the ones that decide a connection. */
-export const TLS_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
+export const TLS_FIELDS = [
+  'ca',
+  'cert',
+  'key',
+  'pfx',
+  'passphrase',
+  'rejectUnauthorized',
+  'servername',
+] as const;
 
 /**
  * The authentication of a KubeConfig's current context, with one connection pool per distinct

@@ -7,11 +7,11 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { node22, node24 } from '../support/node-versions.ts';
+import { repoRoot } from '../support/paths.ts';
 
-const repoRoot = resolve(import.meta.dirname, '..', '..');
 const manifest = join(repoRoot, 'examples', 'agentcard-minimal.yaml');
 let work: string;
 let tarball: string;

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
-import { Api, condition, installCrd, repoRoot, sampleCard, waitFor } from './controller-support.ts';
+import { Api, condition, installCrd, sampleCard, waitFor } from '../support/operator.ts';
+import { repoRoot } from '../support/paths.ts';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
 import { freePort } from '../support/ports.ts';
 

@@ -1,14 +1,11 @@
 /**
  * Reproduces the container image's file system without a container engine: reads the
  * Dockerfile, copies what its COPY lines copy, lets the caller play the build stage's RUN lines
- * (install and bundle), and runs the image's ENTRYPOINT with the Node.js 24 of the devDependency.
+ * (install and bundle); the test runs the image's ENTRYPOINT on the Node.js 24 of the devDependency.
  */
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
-import { basename, join, posix, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-export const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..', '..');
+import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { basename, join, posix } from 'node:path';
+import { repoRoot } from '../support/paths.ts';
 
 export type Instruction = { op: string; flags: Record<string, string>; args: string[]; raw: string };
 export type Stage = { from: string; name?: string; instructions: Instruction[] };
@@ -161,13 +158,4 @@ function copyFromContext(args: string[], stageDir: string, workdir: string): voi
       filter: (p) => !/(^|\/)(node_modules|\.DS_Store)(\/|$)|\.log$/.test(p.slice(repoRoot.length)),
     });
   }
-}
-
-/** The Node.js 24 binary the devDependency `node` installs (what `npm ci` gives every script). */
-export function node24(): string {
-  const bin = realpathSync(join(repoRoot, 'node_modules', '.bin', 'node'));
-  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.trim();
-  if (!version.startsWith('v24.'))
-    throw new Error(`expected Node.js 24 from the node devDependency, found ${version}`);
-  return bin;
 }

@@ -5,11 +5,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, realpathSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { cacheRoot } from '../controlplane/paths.ts';
 import { withLock } from '../controlplane/lock.ts';
-
-const repoRoot = resolve(import.meta.dirname, '..', '..');
+import { repoRoot } from './paths.ts';
 
 /** The Node.js 22 release the CLI is tested on (the `node` npm package of that version). */
 export const NODE22_VERSION = '22.23.3';

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
 import { setFlagsFromString } from 'node:v8';
-import type { OperatorConfig } from '../../controller/main.ts';
+import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
 import { createLogger } from '../../log.ts';
 
@@ -216,7 +216,7 @@ export async function run(argv: string[]): Promise<number> {
   // flag sets measured in bench/scale.bench.ts saved less). Set before the controller's modules
   // load, hence the dynamic import below.
   setFlagsFromString('--optimize-for-size');
-  const { runOperator } = await import('../../controller/main.ts');
+  const { runOperator } = await import('../../manager/manager.ts');
   const log = createLogger({ component: 'operator' });
   const shutdown = new AbortController();
   const onSignal = (signal: string) => {

@@ -17,7 +17,7 @@ import { BARREL_BINDINGS, BARREL_SPECIFIER, CONFIG_MODULE_SUFFIX } from '../../.
 import { KubeAuthenticator, KubeConfig, TLS_FIELDS } from '../../../operator/kube/client-node.ts';
 import { KubeClient } from '../../../operator/kube/client.ts';
 import { createCA, issueServingCert } from '../../../operator/webhook/certs.ts';
-import { tempDir } from '../cli/run.ts';
+import { tempDir } from '../../support/cli.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
 const require = createRequire(join(root, 'package.json'));
