@@ -154,6 +154,21 @@ describe('the Dockerfile', () => {
     expect(files.some((p) => p.endsWith('dist/agentcard.js'))).toBe(true);
   });
 
+  it("leaves client-node's generated API classes and models out of the bundle (build/client-node-alias.ts)", () => {
+    const dist = join(image.rootDir, image.workdir, 'dist');
+    const code = readdirSync(dist, { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.js'))
+      .map((f) => readFileSync(join(dist, f), 'utf8'))
+      .join('\n');
+    // KubeConfig is in, and what it needs of the generated code (createConfiguration).
+    expect(code).toMatch(/\bKubeConfig = class\b/);
+    expect(code).toMatch(/\bfunction createConfiguration\b/);
+    // Every generated model has a static attributeTypeMap; every generated API class is named *Api.
+    expect(code).not.toMatch(/\battributeTypeMap\b/);
+    expect(code).not.toMatch(/\bCoreV1Api = class\b/);
+  });
+
   it("the bundle imports nothing but Node.js's built-in modules", () => {
     const dist = join(image.rootDir, image.workdir, 'dist');
     const specifiers = new Set<string>();
