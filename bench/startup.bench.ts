@@ -158,6 +158,17 @@ function sidecarFiles(dir: string): string {
   return dir;
 }
 
+/** A port picked free can be taken by another process before ours binds it: then try new ports. */
+async function retryOnPortClash(run: () => Promise<Sample>): Promise<Sample> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (attempt >= 3 || !String(err).includes('already in use')) throw err;
+    }
+  }
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
@@ -188,33 +199,35 @@ async function main(): Promise<void> {
     ];
     const volume = sidecarFiles(join(work, 'volume'));
     const commands = {
-      operator: async (v: Variant): Promise<Sample> => {
-        const [metrics] = await freePorts(1);
-        return measure(
-          [
-            v.bin,
-            'operator',
-            `--kubeconfig=${kubeconfigFile}`,
-            '--namespace=bench-startup',
-            '--no-leader-elect',
-            '--no-probes',
-            '--webhook-port=0',
-            `--metrics-port=${metrics}`,
-            '--bind-address=127.0.0.1',
-          ],
-          { ...process.env, AGENTCARD_LOG_LEVEL: 'warn', ...v.env },
-          `http://127.0.0.1:${metrics}/readyz`,
-        );
-      },
-      sidecar: async (v: Variant): Promise<Sample> => {
-        const [port, metrics] = await freePorts(2);
-        return measure(
-          [v.bin, 'sidecar', '--dir', volume, `--port=${port}`, `--metrics-port=${metrics}`],
-          // The injected sidecar container's NODE_OPTIONS (operator/sidecar/runtime.ts).
-          { ...process.env, NODE_OPTIONS: SIDECAR_NODE_OPTIONS, ...v.env },
-          `http://127.0.0.1:${port}/.well-known/agent-card.json`,
-        );
-      },
+      operator: (v: Variant): Promise<Sample> =>
+        retryOnPortClash(async () => {
+          const [metrics] = await freePorts(1);
+          return measure(
+            [
+              v.bin,
+              'operator',
+              `--kubeconfig=${kubeconfigFile}`,
+              '--namespace=bench-startup',
+              '--no-leader-elect',
+              '--no-probes',
+              '--webhook-port=0',
+              `--metrics-port=${metrics}`,
+              '--bind-address=127.0.0.1',
+            ],
+            { ...process.env, AGENTCARD_LOG_LEVEL: 'warn', ...v.env },
+            `http://127.0.0.1:${metrics}/readyz`,
+          );
+        }),
+      sidecar: (v: Variant): Promise<Sample> =>
+        retryOnPortClash(async () => {
+          const [port, metrics] = await freePorts(2);
+          return measure(
+            [v.bin, 'sidecar', '--dir', volume, `--port=${port}`, `--metrics-port=${metrics}`],
+            // The injected sidecar container's NODE_OPTIONS (operator/sidecar/runtime.ts).
+            { ...process.env, NODE_OPTIONS: SIDECAR_NODE_OPTIONS, ...v.env },
+            `http://127.0.0.1:${port}/.well-known/agent-card.json`,
+          );
+        }),
     };
     // One run of each first, not measured: it fills the bundle's compile cache and warms the
     // file system cache for every variant.
