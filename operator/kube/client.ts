@@ -1,8 +1,7 @@
 /**
  * The operator's Kubernetes REST client: JSON over undici, authenticated by client-node's
- * KubeConfig (`applySecurityAuthentication`: the headers, TLS material and proxy of the current
- * context, the same step client-node's own clients take before every request; tokens of exec
- * plugins, OIDC and projected service-account files are refreshed there).
+ * KubeConfig (the headers, TLS material and proxy of the current context, with one connection
+ * pool per TLS setting: client-node.ts).
  *
  * The operator does not use client-node's generated API classes: loading them costs about 35 MiB
  * of resident memory (24 MB of JavaScript), and each call goes through web fetch and an object
@@ -10,7 +9,7 @@
  * (docs/BENCHMARKS.md, "Controller scale"). The handful of calls it makes are in api.ts.
  */
 import { request, type Dispatcher } from 'undici';
-import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { KubeAuthenticator, type KubeAuth, type KubeConfig } from './client-node.ts';
 
 /** Content types of the write verbs (https://kubernetes.io/docs/reference/using-api/api-concepts/). */
 export const CONTENT_TYPE = {
@@ -89,14 +88,14 @@ export function parseAnswer(text: string, method: string, path: string): unknown
 export class KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly server: string;
-  private cachedAuth:
-    | { at: number; resolved: Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> }
-    | undefined;
+  private readonly authenticator: KubeAuthenticator;
+  private cachedAuth: { at: number; resolved: Promise<KubeAuth> } | undefined;
 
   constructor(kubeConfig: KubeConfig) {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the Kubernetes configuration has no current cluster');
     this.kubeConfig = kubeConfig;
+    this.authenticator = new KubeAuthenticator(kubeConfig);
     this.server = cluster.server.replace(/\/+$/, '');
   }
 
@@ -117,7 +116,7 @@ export class KubeClient {
    * CA and token files and hashes the TLS material on every call (about 5% of the operator's CPU
    * at 1,000 AgentCards), while tokens and certificates change on a scale of minutes.
    */
-  private async auth(): Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> {
+  private async auth(): Promise<KubeAuth> {
     const now = Date.now();
     if (!this.cachedAuth || now - this.cachedAuth.at > AUTH_REUSE_MS) {
       const resolved = this.resolveAuth();
@@ -131,18 +130,9 @@ export class KubeClient {
     return { headers: { ...headers }, dispatcher };
   }
 
-  private async resolveAuth(): Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> {
-    const headers: Record<string, string> = { 'user-agent': USER_AGENT, accept: CONTENT_TYPE.json };
-    let dispatcher: Dispatcher | undefined;
-    // applySecurityAuthentication only sets headers and the dispatcher on the request context.
-    const context = {
-      setHeaderParam: (name: string, value: string) => (headers[name.toLowerCase()] = value),
-      setDispatcher: (d: Dispatcher) => (dispatcher = d),
-    };
-    await this.kubeConfig.applySecurityAuthentication(
-      context as unknown as Parameters<KubeConfig['applySecurityAuthentication']>[0],
-    );
-    return { headers, dispatcher };
+  private async resolveAuth(): Promise<KubeAuth> {
+    const { headers, dispatcher } = await this.authenticator.authenticate();
+    return { headers: { 'user-agent': USER_AGENT, accept: CONTENT_TYPE.json, ...headers }, dispatcher };
   }
 
   /** One request; resolves with the parsed JSON answer, rejects with ApiError on a non-2xx. */

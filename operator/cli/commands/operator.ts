@@ -1,12 +1,18 @@
 /**
- * `agentcard operator`: runs the AgentCard controller (and, once available, the Pod admission
- * webhook) against the cluster of --kubeconfig / KUBECONFIG / the in-cluster service account.
+ * `agentcard operator`: runs the AgentCard controller (and the Pod admission webhook when a
+ * sidecar image is given) against the cluster of --kubeconfig / KUBECONFIG / the in-cluster
+ * service account / ~/.kube/config.
+ *
+ * With no flags at all it runs locally against the current kubeconfig context, the way `make run`
+ * runs a kubebuilder project: the webhook stays off (the API server could not call a webhook on a
+ * developer's machine, and there is no image to inject), and the leader Lease goes in the
+ * context's namespace (else `default`), so a local run waits instead of fighting an operator
+ * already deployed in the cluster. The Helm chart passes every setting explicitly.
  */
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
 import { setFlagsFromString } from 'node:v8';
-import { loadKubeConfigWithoutGeneratedApis } from '../../kube/slim-load.ts';
 import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
 import { createLogger } from '../../log.ts';
@@ -39,8 +45,8 @@ Probes:
   --probe-deny-cidr CIDR            never probe this range (repeatable; e.g. cluster ranges in public space)
   --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
                                     (default 10m; 0 = never: no status writes while nothing changes)
-Webhook and sidecar injection:
-  --webhook-port PORT               (default 9443; 0 = no webhook)
+Webhook and sidecar injection (off unless --sidecar-image is given):
+  --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
   --webhook-cert-dir DIR            certificate files in cert-manager mode
   --webhook-secret NAME             Secret for the self-signed CA and certificate
@@ -169,6 +175,13 @@ export function parseOperatorFlags(
   if (sidecarServer === 'nginx' && !values['sidecar-nginx-image']) {
     throw new UserError('--sidecar-server nginx needs --sidecar-nginx-image', 2);
   }
+  const sidecarImage = values['sidecar-image'] || undefined;
+  // The webhook exists to inject the sidecar: without an image it stays off, so a bare local run
+  // (no flags) starts.
+  const webhookPort = integer('webhook-port', values['webhook-port'], sidecarImage ? 9443 : 0, 0, 65535);
+  if (webhookPort !== 0 && !sidecarImage) {
+    throw new UserError('the admission webhook needs --sidecar-image (the image to inject)', 2);
+  }
   return {
     kubeconfig: values.kubeconfig,
     namespaces: [...new Set(values.namespace ?? [])],
@@ -189,13 +202,13 @@ export function parseOperatorFlags(
     probeStatusRefreshMs:
       duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
     webhook: {
-      port: integer('webhook-port', values['webhook-port'], 9443, 0, 65535),
+      port: webhookPort,
       certMode,
       certDir: values['webhook-cert-dir'],
       secret: values['webhook-secret'],
       service: values['webhook-service'],
       config: values['webhook-config'],
-      sidecarImage: values['sidecar-image'],
+      sidecarImage,
       sidecarMode: oneOf('sidecar-mode', values['sidecar-mode'], ['auto', 'native', 'container'], 'auto'),
       sidecarServer,
       ...(values['sidecar-nginx-image'] ? { nginxImage: values['sidecar-nginx-image'] } : {}),
@@ -214,10 +227,8 @@ export async function run(argv: string[]): Promise<number> {
   // A long-running process with a small working set: V8's size-over-speed mode keeps the young
   // generation and the heap's growth small (peak RSS at 1,000 AgentCards about 30 MiB lower; other
   // flag sets measured in bench/scale.bench.ts saved less). Set before the controller's modules
-  // load, as is the hook that keeps client-node's generated API clients out (kube/slim-load.ts),
-  // hence the dynamic import below.
+  // load, hence the dynamic import below.
   setFlagsFromString('--optimize-for-size');
-  loadKubeConfigWithoutGeneratedApis();
   const { runOperator } = await import('../../manager/manager.ts');
   const log = createLogger({ component: 'operator' });
   const shutdown = new AbortController();
