@@ -9,7 +9,9 @@
  */
 import { createHash } from 'node:crypto';
 import { describeError, UserError } from '../errors.ts';
-import type { AgentCardSpec } from '../card/resource.ts';
+import { audienceVariants, DEFAULT_AUDIENCE, type AudienceVariant } from '../card/audience.ts';
+import type { AgentCardSpec, AudienceStatus } from '../card/resource.ts';
+import { publishedCardKey, sizeProblem, variantData, type VariantFiles } from './audiences/publish.ts';
 import { API_VERSION, configMapName, KIND, SIGNING_KEY_LABEL } from '../api/names.ts';
 import { renderV03, renderV1 } from '../card/render.ts';
 import { serializeCard } from '../card/serialize.ts';
@@ -20,7 +22,6 @@ import {
   byteLength,
   configMapNameProblem,
   configMapUpToDate,
-  DATA_KEYS,
   DEFAULT_CACHE_MAX_AGE_SECONDS,
   desiredConfigMap,
   digestOf,
@@ -246,6 +247,34 @@ function servingEvents(
   ];
 }
 
+/** The status entry of each audience with hosts (the default one is status.card). */
+function audienceStatus(
+  published: readonly VariantFiles[],
+  variants: readonly AudienceVariant[],
+): AudienceStatus[] {
+  return published.map((p) => ({
+    name: p.name,
+    hosts: [...p.hosts],
+    digest: digestOf(p.card),
+    bytes: byteLength(p.card),
+    probed: variants.find((v) => v.name === p.name)?.probed ?? false,
+  }));
+}
+
+function audiencesNote(audiences: readonly AudienceStatus[]): string {
+  if (audiences.length === 0) return '';
+  return `; audience${audiences.length > 1 ? 's' : ''} ${audiences.map((a) => `${a.name} (${a.digest.slice(0, 19)}, ${a.bytes} bytes)`).join(', ')}`;
+}
+
+/** What was published, as one string: a Published event is due when it changes. */
+function publishedDigests(
+  card: { digest: string } | undefined,
+  audiences: readonly AudienceStatus[] | undefined,
+): string | undefined {
+  if (!card) return undefined;
+  return [card.digest, ...(audiences ?? []).map((a) => `${a.name}=${a.digest}`)].join(',');
+}
+
 export async function planReconcile(input: PlanInput): Promise<Plan> {
   const { resource, now } = input;
   const { name, namespace, uid } = resource.metadata;
@@ -268,6 +297,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   let configMap: ConfigMapObject | undefined;
   let card = previous.card;
   let signatures = previous.signatures;
+  let audiences = previous.audiences;
   let signingNote: string | undefined;
 
   const validation = validateSpec(resource.spec);
@@ -301,25 +331,54 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     if (!signing.keys) {
       next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
     } else {
-      const rendered = renderV1(validation.card);
       const jku = spec.signing?.jku;
-      const kept = await reusableSignedCard(
-        input.liveConfigMap?.data?.[DATA_KEYS.card],
-        rendered,
-        signing.keys,
-        jku,
-      );
-      signingNote = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
+      const keys = signing.keys;
+      // One card per audience (the default one first), each signed on its own: a signature
+      // covers the interface URLs and security of exactly one audience.
+      const variants: VariantFiles[] = [];
+      const wanted = audienceVariants(spec, validation.card);
+      for (const v of wanted) {
+        const rendered = renderV1(v.card);
+        const kept = await reusableSignedCard(
+          input.liveConfigMap?.data?.[publishedCardKey(v.hosts)],
+          rendered,
+          keys,
+          jku,
+        );
+        if (v.name === DEFAULT_AUDIENCE) {
+          signingNote = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
+        }
+        variants.push({
+          name: v.name,
+          hosts: v.hosts,
+          card:
+            kept.card ?? serializeCard(keys.length > 0 ? await signCard(rendered, keys, { jku }) : rendered),
+          legacyCard: serializeCard(renderV03(v.card)),
+        });
+      }
+      const [main, ...others] = variants as [VariantFiles, ...VariantFiles[]];
       const files: PublishedFiles = {
-        card:
-          kept.card ??
-          serializeCard(signing.keys.length > 0 ? await signCard(rendered, signing.keys, { jku }) : rendered),
-        legacyCard: serializeCard(renderV03(validation.card)),
-        jwks: serializeCard(publicJwks(signing.keys) as unknown as Record<string, unknown>),
+        card: main.card,
+        legacyCard: main.legacyCard,
+        jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
         cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
+        variantData: variantData(others),
       };
       const cmName = configMapName(name);
-      if (input.publishError) {
+      const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
+      const tooLarge = sizeProblem(desired.data, variants);
+      if (tooLarge) {
+        next.push(
+          at(
+            {
+              status: 'False',
+              reason: 'TooLarge',
+              message: `ConfigMap ${cmName} is not written: ${tooLarge}; the last good card stays published`,
+            },
+            'Published',
+          ),
+        );
+      } else if (input.publishError) {
         next.push(
           at(
             {
@@ -331,21 +390,18 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
           ),
         );
       } else {
-        const desired = desiredConfigMap(
-          { apiVersion: API_VERSION, kind: KIND, name, namespace, uid },
-          files,
-        );
         if (!configMapUpToDate(input.liveConfigMap, desired)) configMap = desired;
         const digest = digestOf(files.card);
         const bytes = byteLength(files.card);
         card = { digest, bytes, version: validation.card.version, configMap: cmName };
-        signatures = signing.keys.map((k) => ({ kid: k.kid, alg: k.alg }));
+        signatures = keys.map((k) => ({ kid: k.kid, alg: k.alg }));
+        audiences = audienceStatus(others, wanted);
         next.push(
           at(
             {
               status: 'True',
               reason: 'Published',
-              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${servingNote}`,
+              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${audiencesNote(audiences)}${servingNote}`,
             },
             'Published',
           ),
@@ -366,6 +422,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     conditions,
     ...(card ? { card } : {}),
     ...(signatures && signatures.length > 0 ? { signatures } : {}),
+    ...(audiences && audiences.length > 0 ? { audiences } : {}),
     ...(verdict.interfaces ? { interfaces: verdict.interfaces } : {}),
     ...(verdict.reachableInterfaces !== undefined
       ? { reachableInterfaces: verdict.reachableInterfaces }
@@ -381,8 +438,8 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     statusChanged: statusChanged(resource.status, status),
     events: [
       ...plannedEvents(prevConditions, conditions, {
-        digestBefore: previous.card?.digest,
-        digestAfter: card?.digest,
+        digestBefore: publishedDigests(previous.card, previous.audiences),
+        digestAfter: publishedDigests(card, audiences),
       }),
       ...servingEvents(previous.serving, input.serving),
     ],
