@@ -43,6 +43,13 @@ describe('npm run demo -- --once', () => {
     expect(result.stdout).toMatch(/^NAME\s+READY\s+SIGNED\s+INTERFACES\s+VERSION\s+AGE/m);
     expect(result.stdout).toMatch(/Served card:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json/);
     expect(result.stdout).toMatch(/Verification:\s+\S*.*verified/i);
+    // Two audiences of examples/agentcard-audiences.yaml, each served its own signed card by Host.
+    expect(result.stdout).toMatch(
+      /Audiences:\s+default \(Host: 127\.0\.0\.1\): http:\/\/127\.0\.0\.1:\d+\S*, verified/,
+    );
+    expect(result.stdout).toMatch(
+      /public \(Host: weather\.example\.com\): https:\/\/weather\.example\.com\/agents\/weather\/\S+, verified/,
+    );
     // It did not start the control plane, so it removed only its namespace.
     expect(result.stdout).toContain(`delete namespace ${namespace}: done`);
     const ns = await kubeConfig()
