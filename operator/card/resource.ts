@@ -119,7 +119,9 @@ export const ProbeCredentialSchema = z
     url: z
       .string()
       .min(1)
-      .describe('The interface url (as in spec.card.supportedInterfaces) these credentials are for.'),
+      .describe(
+        'The interface url (of spec.card.supportedInterfaces or of an audience) these credentials are for.',
+      ),
     secretRef: SecretKeySelectorSchema.describe('The Secret entry holding the token or API key.'),
     type: z
       .enum(['bearer', 'apiKey'])

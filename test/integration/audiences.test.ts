@@ -19,9 +19,11 @@ import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/
 import {
   Api,
   condition,
+  controllerWrites,
   installCrd,
   privateJwk,
   sampleCard,
+  sleep,
   startOperator,
   waitFor,
   type InProcessOperator,
@@ -148,7 +150,8 @@ beforeAll(async () => {
   await installCrd(kc);
   ns = await createTestNamespace('audiences');
   peer = await startA2APeers();
-  op = await startOperator(ns.name, [], { probes: true });
+  // A short resync: the steady-state check below sees several reconciles that must write nothing.
+  op = await startOperator(ns.name, ['--resync', '2s'], { probes: true });
   await api.putSecret(ns.name, 'weather-key', { jwk: await privateJwk('weather-2026') }, true);
 });
 
@@ -213,6 +216,15 @@ describe('audiences on the real control plane', () => {
       ].sort(),
     );
   });
+
+  it('writes nothing in steady state (resyncs and probe rounds keep every audience signature)', async () => {
+    await sleep(2000);
+    const data = await publishedData();
+    const before = await controllerWrites(kc);
+    await sleep(12_000); // several 2 s resyncs and at least one 10 s probe round
+    expect(await controllerWrites(kc)).toEqual(before);
+    expect(await publishedData()).toEqual(data);
+  }, 30_000);
 
   for (const mode of SERVING_MODES) {
     describe(`served by the sidecar (${mode} mode)`, () => {
