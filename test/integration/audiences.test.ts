@@ -346,6 +346,43 @@ describe('audiences on the real control plane', () => {
       expect(await publishedData()).toEqual(before);
     });
 
+    it('malformed hosts, a reserved name and baseURL with supportedInterfaces are refused by CEL, each naming its field', async () => {
+      const bad = spec([
+        { name: 'default', hosts: ['a.example.com', 'A.example.com'] },
+        {
+          name: 'broken',
+          hosts: ['b.example.com:443', 'https://c.example.com', 'd.example.com.', '../e.example.com'],
+          baseURL: 'https://b.example.com',
+          supportedInterfaces: [{ url: peer.rest, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }],
+        },
+      ]);
+      const err = await api.custom
+        .createNamespacedCustomObject({
+          group: 'agentcard.dev',
+          version: 'v1alpha1',
+          plural: 'agentcards',
+          namespace: ns.name,
+          dryRun: 'All',
+          body: {
+            apiVersion: 'agentcard.dev/v1alpha1',
+            kind: 'AgentCard',
+            metadata: { name: 'bad' },
+            spec: bad,
+          },
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e as { code?: number; body?: string },
+        );
+      expect(err?.code).toBe(422);
+      const text = String(err?.body);
+      expect(text).toContain('spec.audiences[2].name');
+      expect(text).toContain('spec.audiences[2].hosts: Invalid value');
+      for (let i = 0; i < 4; i++) expect(text).toContain(`spec.audiences[3].hosts[${i}]`);
+      expect(text).toContain('must be a host name');
+      expect(text).toContain('set either baseURL or supportedInterfaces, not both');
+    });
+
     it('an audience with a credential: Accepted=False, a Warning event, the last good card stays', async () => {
       const before = await publishedData();
       const token = 'ghp_' + 'Zq8Wk2Lm'.repeat(5);
