@@ -372,7 +372,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
           at(
             {
               status: 'False',
-              reason: 'TooLarge',
+              reason: 'CardTooLarge',
               message: `ConfigMap ${cmName} is not written: ${tooLarge}; the last good card stays published`,
             },
             'Published',

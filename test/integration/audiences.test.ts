@@ -406,7 +406,7 @@ describe('audiences on the real control plane', () => {
       expect(await publishedData()).toEqual(before);
     });
 
-    it('a set of audiences over the ConfigMap limit: Published=False TooLarge, an event, the last good card stays', async () => {
+    it('a set of audiences over the ConfigMap limit: Published=False CardTooLarge, an event, the last good card stays', async () => {
       const before = await publishedData();
       const big = spec();
       (big.card as Record<string, unknown>).description =
@@ -423,14 +423,14 @@ describe('audiences on the real control plane', () => {
         const card = (await api.getCard(ns.name, 'weather')) as Live;
         return condition(card, 'Published')?.status === 'False' ? card : undefined;
       }))!;
-      expect(condition(live, 'Published')).toMatchObject({ reason: 'TooLarge' });
+      expect(condition(live, 'Published')).toMatchObject({ reason: 'CardTooLarge' });
       expect(condition(live, 'Published')!.message).toMatch(/over the ConfigMap limit of 1048576 bytes/);
-      expect(condition(live, 'Ready')).toMatchObject({ status: 'False', reason: 'TooLarge' });
-      const events = await waitFor('the TooLarge event', async () => {
+      expect(condition(live, 'Ready')).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
+      const events = await waitFor('the CardTooLarge event', async () => {
         const list = await api.events(ns.name, 'weather');
-        return list.some((e) => e.reason === 'TooLarge') ? list : undefined;
+        return list.some((e) => e.reason === 'CardTooLarge') ? list : undefined;
       });
-      expect(events.find((e) => e.reason === 'TooLarge')).toMatchObject({ type: 'Warning' });
+      expect(events.find((e) => e.reason === 'CardTooLarge')).toMatchObject({ type: 'Warning' });
       await stillGood();
       expect(await publishedData()).toEqual(before);
     });

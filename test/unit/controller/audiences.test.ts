@@ -163,14 +163,14 @@ describe('publishing audiences', () => {
     );
     expect(plan.configMap === undefined).toBe(true); // (not printed: it would be 1.5 MB)
     const published = cond(plan, 'Published')!;
-    expect(published).toMatchObject({ status: 'False', reason: 'TooLarge' });
+    expect(published).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
     expect(published.message).toContain(`over the ConfigMap limit of ${MAX_CONFIGMAP_DATA_BYTES} bytes`);
     expect(published.message).toContain('region-0');
     expect(published.message).toContain('the last good card stays published');
     expect(plan.status.card).toEqual(good.status.card);
     expect(plan.status.audiences).toEqual(good.status.audiences);
-    expect(cond(plan, 'Ready')).toMatchObject({ status: 'False', reason: 'TooLarge' });
-    expect(plan.events).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'TooLarge' }));
+    expect(cond(plan, 'Ready')).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
+    expect(plan.events).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'CardTooLarge' }));
   });
 
   it('refuses an audience that carries a credential, naming the field and not the value', async () => {
