@@ -88,9 +88,10 @@ function get(
   port: number,
   path: string,
   host: string,
+  extra: Record<string, string> = {},
 ): Promise<{ status: number; etag?: string; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { host, ...extra } }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));
@@ -302,6 +303,24 @@ describe('audiences on the real control plane', () => {
           const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1]);
           expect([200, 400], JSON.stringify(host)).toContain(status);
           if (status === 200) expect(raw.endsWith(data['agent-card.json']!), JSON.stringify(host)).toBe(true);
+        }
+      });
+
+      it('believes X-Forwarded-Host only when told to trust the proxy in front', async () => {
+        const forwarded = { 'x-forwarded-host': PUBLIC_HOST };
+        const untrusted = await get(server.port, '/.well-known/agent-card.json', 'proxy.internal', forwarded);
+        expect(untrusted.body).toBe(data['agent-card.json']);
+        const trusting = await startMode(mode, dir, { trustForwardedHost: true });
+        try {
+          const trusted = await get(
+            trusting.port,
+            '/.well-known/agent-card.json',
+            'proxy.internal',
+            forwarded,
+          );
+          expect(trusted.body).toBe(data[`host.${PUBLIC_HOST}.agent-card.json`]);
+        } finally {
+          await trusting.close();
         }
       });
 
