@@ -446,7 +446,7 @@ export const AgentCardStatusSchema = z
             audiences: z
               .array(z.string())
               .describe(
-                `The audiences whose card declares this interface ("${DEFAULT_AUDIENCE}": spec.card).`,
+                `The audiences whose card declares this interface ("${DEFAULT_AUDIENCE}": spec.card); set when spec.audiences is.`,
               )
               .optional(),
           })

@@ -104,9 +104,18 @@ const sameAudiences = (
   entries: ReadonlyArray<{ audiences?: string[] | undefined }> | undefined,
   spec: AgentCardSpec,
 ) => {
-  const wanted = probeTargets(spec);
-  return (entries ?? []).every((e, i) => (e.audiences ?? []).join() === (wanted[i]?.audiences ?? []).join());
+  const wanted = declaringAudiences(spec);
+  return (entries ?? []).every((e, i) => (e.audiences ?? []).join() === (wanted[i] ?? []).join());
 };
+
+/**
+ * status.interfaces[].audiences of each probed interface: only for a card with audiences (for
+ * any other card every entry would say "default", and an upgrade would rewrite every status).
+ */
+function declaringAudiences(spec: AgentCardSpec): Array<string[] | undefined> {
+  const targets = probeTargets(spec);
+  return spec.audiences?.length ? targets.map((t) => t.audiences) : targets.map(() => undefined);
+}
 
 const NOT_PROBED = 'not probed (probe: Disabled)';
 
@@ -173,10 +182,13 @@ export function interfacesVerdict(input: VerdictInput): InterfacesVerdict & { wr
   if (!out.writeNeeded && !audiencesChanged && !noteChanged && current)
     return { ...current, writeNeeded: false };
   const { status, reason, message } = out.condition;
-  const targets = probeTargets(spec);
+  const declaring = declaringAudiences(spec);
   return {
     condition: { status, reason, message: message + note, observedGeneration: generation },
-    interfaces: out.interfaces.map((entry, i) => ({ ...entry, audiences: targets[i]?.audiences ?? [] })),
+    interfaces: out.interfaces.map((entry, i) => {
+      const audiences = declaring[i];
+      return audiences ? { ...entry, audiences } : entry;
+    }),
     reachableInterfaces: out.reachableInterfaces,
     writeNeeded: true,
   };

@@ -248,5 +248,10 @@ describe('probing audiences', () => {
     expect(v.condition).toMatchObject({ status: 'True', reason: 'AllReachable' });
     expect(v.condition.message).toBe('1/1 reachable; audience public not probed (probe: Disabled)');
     expect(v.interfaces).toEqual([expect.objectContaining({ url: IN_CLUSTER, audiences: ['default'] })]);
+    // A card without audiences keeps its status as before (no "default" on every entry).
+    const plain = { card: s.card } as AgentCardSpec;
+    const w = interfacesVerdict({ spec: plain, generation: 1, live: {}, results, now });
+    expect(w.condition.message).toBe('1/1 reachable');
+    expect(w.interfaces![0]).not.toHaveProperty('audiences');
   });
 });
