@@ -4,18 +4,19 @@
  * bytes change), the full controller-owned status (and whether it differs from the live one), and
  * the events of this state change. The controller (controller.ts) does the reads and writes.
  *
- * The card engine is used only through its public functions: validateSpec, renderV1, renderV03,
- * importSigningKey, signCard, publicJwks, serializeCard.
+ * The card engine is used only through its public functions: validateSpec, audienceVariants,
+ * importSigningKey, publicJwks, serializeCard (rendering and signing each audience's card is
+ * audiences/sign.ts).
  */
 import { createHash } from 'node:crypto';
 import { describeError, UserError } from '../errors.ts';
-import { audienceVariants, DEFAULT_AUDIENCE, type AudienceVariant } from '../card/audience.ts';
+import { audienceVariants, type AudienceVariant } from '../card/audience.ts';
 import type { AgentCardSpec, AudienceStatus } from '../card/resource.ts';
-import { publishedCardKey, sizeProblem, variantData, type VariantFiles } from './audiences/publish.ts';
+import { sizeProblem, variantData, type VariantFiles } from './audiences/publish.ts';
+import { signVariants } from './audiences/sign.ts';
 import { API_VERSION, configMapName, KIND, SIGNING_KEY_LABEL } from '../api/names.ts';
-import { renderV03, renderV1 } from '../card/render.ts';
 import { serializeCard } from '../card/serialize.ts';
-import { importSigningKey, publicJwks, signCard, type SigningKey } from '../card/sign.ts';
+import { importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
 import { deriveReady, getCondition, setCondition, type ConditionInput } from './conditions.ts';
 import {
@@ -31,7 +32,6 @@ import {
 } from './configmap.ts';
 import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
-import { reusableSignedCard } from './resign.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
 
@@ -333,29 +333,10 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     } else {
       const jku = spec.signing?.jku;
       const keys = signing.keys;
-      // One card per audience (the default one first), each signed on its own: a signature
-      // covers the interface URLs and security of exactly one audience.
-      const variants: VariantFiles[] = [];
       const wanted = audienceVariants(spec, validation.card);
-      for (const v of wanted) {
-        const rendered = renderV1(v.card);
-        const kept = await reusableSignedCard(
-          input.liveConfigMap?.data?.[publishedCardKey(v.hosts)],
-          rendered,
-          keys,
-          jku,
-        );
-        if (v.name === DEFAULT_AUDIENCE) {
-          signingNote = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
-        }
-        variants.push({
-          name: v.name,
-          hosts: v.hosts,
-          card:
-            kept.card ?? serializeCard(keys.length > 0 ? await signCard(rendered, keys, { jku }) : rendered),
-          legacyCard: serializeCard(renderV03(v.card)),
-        });
-      }
+      const signed = await signVariants(wanted, keys, jku, input.liveConfigMap?.data);
+      signingNote = signed.note;
+      const variants = signed.files;
       const [main, ...others] = variants as [VariantFiles, ...VariantFiles[]];
       const files: PublishedFiles = {
         card: main.card,
