@@ -53,6 +53,13 @@ describe('npm run demo -- --once', () => {
     expect(result.stdout).toMatch(
       /public \(Host: weather\.example\.com\): https:\/\/weather\.example\.com\/agents\/weather\/\S+, verified/,
     );
+    // the last step: agentcard discover against the served card (the default audience of
+    // examples/agentcard-audiences.yaml: two interfaces of the demo agent), verified and probed
+    expect(result.stdout).toMatch(/^\$ agentcard discover http:\/\/127\.0\.0\.1:\d+ --jwks /m);
+    expect(result.stdout).toMatch(
+      /^ok\s+.*\s+verified \S+\s+2\/2 up\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json$/m,
+    );
+    expect(result.stdout).toContain('1 card, 1 ok, 0 catalogs, 0 errors');
     // It did not start the control plane, so it removed only its namespace.
     expect(result.stdout).toContain(`delete namespace ${namespace}: done`);
     const ns = await kubeConfig()

@@ -9,8 +9,8 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../../errors.ts';
 import { MAX_INPUT_BYTES, MAX_JWKS_BYTES, parseDocuments, parseFlags, readInput } from '../input.ts';
-import type { JWK } from '../../card/sign.ts';
-import { publicPart, verifyCard, type JWKS } from '../../card/verify.ts';
+import { parseJwks } from '../../card/jwks.ts';
+import { verifyCard, type JWKS } from '../../card/verify.ts';
 
 const USAGE = `usage: agentcard verify -f CARD|- --jwks FILE [--output text|json]
        agentcard verify --dir DIR --jwks FILE [--output text|json]
@@ -39,32 +39,6 @@ async function cardFiles(dir: string): Promise<string[]> {
   if (files.length === 0)
     throw new UserError(`${dir}: no agent-card.json or host.<host>.agent-card.json found`);
   return files;
-}
-
-function parseJwks(text: string, file: string): JWKS {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new UserError(`${file}: not valid JSON (expected a JWKS)`);
-  }
-  const obj = value as { keys?: unknown; kty?: unknown } | null;
-  const keys =
-    obj && typeof obj === 'object'
-      ? Array.isArray(obj.keys)
-        ? obj.keys
-        : obj.kty
-          ? [obj]
-          : undefined
-      : undefined;
-  if (!keys) throw new UserError(`${file}: not a JWKS (expected {"keys": [...]})`);
-  keys.forEach((k, i) => {
-    if (!k || typeof k !== 'object' || typeof (k as JWK).kty !== 'string') {
-      throw new UserError(`${file}: keys[${i}] is not a JWK (no "kty")`);
-    }
-  });
-  // Only the public part is used: a private JWK given by mistake still works as a trusted key.
-  return { keys: (keys as JWK[]).map(publicPart) };
 }
 
 export async function run(argv: string[]): Promise<number> {
