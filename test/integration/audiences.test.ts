@@ -105,7 +105,7 @@ function get(
 }
 
 /** A raw HTTP/1.1 request whose Host bytes no client library would send (NUL, `/`, `..`). */
-function rawGet(port: number, hostBytes: string): Promise<string> {
+function rawGet(port: number, hostBytes: string, path = '/.well-known/agent-card.json'): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let out = '';
@@ -114,10 +114,7 @@ function rawGet(port: number, hostBytes: string): Promise<string> {
     socket.on('end', () => resolve(out));
     socket.on('error', reject);
     socket.write(
-      Buffer.from(
-        `GET /.well-known/agent-card.json HTTP/1.1\r\nHost: ${hostBytes}\r\nConnection: close\r\n\r\n`,
-        'latin1',
-      ),
+      Buffer.from(`GET ${path} HTTP/1.1\r\nHost: ${hostBytes}\r\nConnection: close\r\n\r\n`, 'latin1'),
     );
   });
 }
@@ -303,6 +300,24 @@ describe('audiences on the real control plane', () => {
           const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1]);
           expect([200, 400], JSON.stringify(host)).toContain(status);
           if (status === 200) expect(raw.endsWith(data['agent-card.json']!), JSON.stringify(host)).toBe(true);
+        }
+      });
+
+      it('never serves an audience file by its name in the path', async () => {
+        const variant = `host.${PUBLIC_HOST}.agent-card.json`;
+        const paths = [
+          `/.well-known/${variant}`,
+          `/${variant}`,
+          `/.well-known/../${variant}`,
+          `/.well-known/%2e%2e/${variant}`,
+          `/.well-known/agent-card.json/../${variant}`,
+          `/.well-known/agent-card.json%00${variant}`,
+        ];
+        for (const path of paths) {
+          const raw = await rawGet(server.port, 'elsewhere.example.org', path);
+          const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1]);
+          expect(raw.includes(data[variant]!), path).toBe(false);
+          if (status === 200) expect(raw.endsWith(data['agent-card.json']!), path).toBe(true);
         }
       });
 
