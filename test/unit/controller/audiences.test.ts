@@ -144,6 +144,20 @@ describe('publishing audiences', () => {
     expect(second.events.map((e) => e.reason)).toEqual(['Published']);
   });
 
+  it('drops an audience that is removed: its keys leave the ConfigMap and status.audiences goes', async () => {
+    const secret = await key();
+    const first = await planReconcile(input(resource(spec()), secret));
+    const second = await planReconcile(
+      input(resource(spec([]), 2, first.status), secret, { liveConfigMap: first.configMap }),
+    );
+    expect(Object.keys(second.configMap!.data).sort()).toEqual(
+      ['agent-card.json', 'agent.json', 'cache-max-age-seconds', 'jwks.json'].sort(),
+    );
+    expect(second.configMap!.data['agent-card.json']).toBe(first.configMap!.data['agent-card.json']);
+    expect(second.status).not.toHaveProperty('audiences');
+    expect(second.events.map((e) => e.reason)).toEqual(['Published']);
+  });
+
   it('refuses a set of audiences over the ConfigMap limit, keeping the last good card', async () => {
     const secret = await key();
     const good = await planReconcile(input(resource(spec()), secret));
