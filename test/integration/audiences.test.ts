@@ -60,7 +60,7 @@ function spec(extraAudiences: unknown[] = []) {
       },
       {
         name: 'public',
-        hosts: [PUBLIC_HOST],
+        hosts: [PUBLIC_HOST, '*.Edge.example.com'],
         baseURL: PUBLIC_BASE,
         securitySchemes: oidc,
         securityRequirements: publicRequirements,
@@ -185,7 +185,7 @@ describe('audiences on the real control plane', () => {
       },
       {
         name: 'public',
-        hosts: [PUBLIC_HOST],
+        hosts: [PUBLIC_HOST, '*.edge.example.com'],
         digest: expect.stringMatching(/^sha256:/),
         bytes: expect.any(Number),
         probed: false,
@@ -211,6 +211,8 @@ describe('audiences on the real control plane', () => {
         `host.${PUBLIC_HOST}.agent-card.json`,
         `host.${PUBLIC_HOST}.agent.json`,
         'jwks.json',
+        'wildcard.edge.example.com.agent-card.json',
+        'wildcard.edge.example.com.agent.json',
       ].sort(),
     );
   });
@@ -277,8 +279,16 @@ describe('audiences on the real control plane', () => {
         expect(legacy.url).toBe(`${PUBLIC_BASE}/jsonrpc`);
       });
 
-      it('matches hosts case-insensitively, ignoring a port and one trailing dot', async () => {
-        for (const host of ['WEATHER.Example.COM', 'weather.example.com:443', 'weather.example.com.']) {
+      it('matches hosts case-insensitively, ignoring a port and one trailing dot; a wildcard covers one label', async () => {
+        const nested = await get(server.port, '/.well-known/agent-card.json', 'a.eu.edge.example.com');
+        expect(nested.body).toBe(data['agent-card.json']);
+        for (const host of [
+          'WEATHER.Example.COM',
+          'weather.example.com:443',
+          'weather.example.com.',
+          'eu.edge.example.com',
+          'US.EDGE.example.com:8443',
+        ]) {
           const { body } = await get(server.port, '/.well-known/agent-card.json', host);
           expect(body, host).toBe(data[`host.${PUBLIC_HOST}.agent-card.json`]);
           expect(body, host).not.toBe(data['agent-card.json']);
