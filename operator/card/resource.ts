@@ -148,7 +148,11 @@ export const ProbeSchema = z
 // an Ingress or Gateway host). Each audience's card is rendered and signed in advance; the
 // sidecar picks it by the request's Host, so no proxy rewrites (and breaks) a signed card.
 
-/** Bounds that keep the audiences' CEL rules cheap to estimate. */
+/**
+ * Bounds that keep the audiences' CEL rules cheap to estimate. A host is at most 230 characters
+ * so that its ConfigMap keys (`host.<host>.agent-card.json`, `wildcard.<suffix>.agent-card.json`)
+ * stay within the 253 characters of a key.
+ */
 export const AUDIENCE_LIMITS = { audiences: 8, hosts: 16, hostLength: 230 } as const;
 
 const DNS_LABEL = '[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?';
