@@ -7,7 +7,9 @@ import {
   rebaseUrl,
 } from '../../../operator/card/audience.ts';
 import { validateSpec } from '../../../operator/card/validate.ts';
+import { renderV1 } from '../../../operator/card/render.ts';
 import { minimalCard } from '../../support/cards.ts';
+import { agentCardValidator, missingRequired } from '../../support/conformance.ts';
 
 const errors = (r: { problems: { severity: string; path: string; message: string }[] }) =>
   r.problems.filter((p) => p.severity === 'error');
@@ -76,6 +78,16 @@ describe('audience cards', () => {
     expect(variants[0]!.card.securityRequirements).toBeUndefined();
     // The default card is not touched by deriving the others.
     expect(r.card!.supportedInterfaces[0]!.url).toBe('http://recipes.food.svc:8080/a2a/jsonrpc');
+  });
+
+  it('render to cards that conform to the A2A 1.0 schema, every audience', () => {
+    const r = validateSpec(spec([publicAudience()]));
+    const conforms = agentCardValidator();
+    for (const v of audienceVariants(r.spec!, r.card!)) {
+      const rendered = renderV1(v.card);
+      expect(conforms(rendered), v.name).toEqual([]);
+      expect(missingRequired(rendered), v.name).toEqual([]);
+    }
   });
 
   it('take an explicit interface list, and [] / {} remove the card security', () => {
