@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { request as httpRequest } from 'node:http';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -46,7 +47,7 @@ function say(line: string): void {
 }
 
 let stepNo = 0;
-const TOTAL_STEPS = 12;
+const TOTAL_STEPS = 13;
 async function step<T>(title: string, run: () => Promise<T>, done: (value: T) => string): Promise<T> {
   stepNo++;
   const started = Date.now();
@@ -391,7 +392,9 @@ async function main(argv: string[]): Promise<number> {
     (r) => `Pod ${r.name} has the agentcard-sidecar ${r.how}`,
   );
 
-  const served = examples.signedCard ?? examples.cards[0]!;
+  // The card with audiences (examples/agentcard-audiences.yaml), so the last step can show each
+  // audience being served its own signed card.
+  const served = examples.audiencesCard?.name ?? examples.signedCard ?? examples.cards[0]!;
   const sidecarPort = await freePort();
   const sidecarMetricsPort = await freePort();
   const cardUrl = `http://127.0.0.1:${sidecarPort}/.well-known/agent-card.json`;
@@ -451,6 +454,28 @@ async function main(argv: string[]): Promise<number> {
     (out) => out.split('\n')[0]!,
   );
 
+  const audiences = examples.audiencesCard?.name === served ? examples.audiencesCard.hosts : [];
+  const perAudience = await step(
+    `Fetch the card as each audience (by Host) and verify each one`,
+    async () => {
+      const jwksFile = join(logDir, 'jwks.json');
+      const lines: string[] = [];
+      for (const { audience, host } of [{ audience: 'default', host: '127.0.0.1' }, ...audiences]) {
+        const card = await getWithHost(cardUrl, host);
+        const result = await runAgentcard(['verify', '-f', '-', '--jwks', jwksFile], card);
+        if (result.code !== 0)
+          throw new Error(
+            `audience ${audience}: agentcard verify: ${(result.stdout + result.stderr).trim()}`,
+          );
+        const first = (JSON.parse(card) as { supportedInterfaces: Array<{ url: string }> })
+          .supportedInterfaces[0]!.url;
+        lines.push(`${audience} (Host: ${host}): ${first}, ${result.stdout.trim()}`);
+      }
+      return lines;
+    },
+    (lines) => `${lines.length} audience${lines.length === 1 ? '' : 's'}, each card signed on its own`,
+  );
+
   const origin = new URL(cardUrl).origin;
   const discovery = await step(
     `Discover the agent at ${origin} and verify and probe it (agentcard discover, as another team would)`,
@@ -473,6 +498,7 @@ async function main(argv: string[]): Promise<number> {
   say(`Served card:   ${cardUrl}`);
   say(`Keys:          ${jwksUrl}`);
   say(`Verification:  ${verification.split('\n').join('\n               ')}`);
+  say(`Audiences:     ${perAudience.join('\n               ')}`);
   say('');
   say(`$ agentcard discover ${origin} --jwks ${jwksUrl} --probe --allow-cidr 127.0.0.0/8`);
   say(discovery);
@@ -498,6 +524,22 @@ function sidecarOf(pod: PodView): string | undefined {
       ? 'as a native sidecar (init container, restartPolicy Always)'
       : 'as an init container';
   return pod.spec.containers?.some((c) => c.name === 'agentcard-sidecar') ? 'as a container' : undefined;
+}
+
+/** GET `url` with another Host header (fetch always sends the URL's own). */
+function getWithHost(url: string, host: string): Promise<string> {
+  return new Promise((done, fail) => {
+    const req = httpRequest(url, { headers: { host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () =>
+        res.statusCode === 200 ? done(body) : fail(new Error(`Host ${host}: HTTP ${res.statusCode}`)),
+      );
+    });
+    req.on('error', fail);
+    req.end();
+  });
 }
 
 /** Runs `agentcard ARGS` (this checkout's CLI) with `input` on stdin. */

@@ -39,6 +39,8 @@ export interface PublishedFiles {
   /** `{"keys":[...]}` public JWKs. */
   jwks: string;
   cacheMaxAgeSeconds: number;
+  /** The other audiences' cards under their host keys (audiences/publish.ts lays them out). */
+  variantData?: Readonly<Record<string, string>>;
 }
 
 export interface ConfigMapObject {
@@ -94,6 +96,7 @@ export function desiredConfigMap(owner: Owner, files: PublishedFiles): ConfigMap
       [DATA_KEYS.legacyCard]: files.legacyCard,
       [DATA_KEYS.jwks]: files.jwks,
       [DATA_KEYS.maxAge]: String(files.cacheMaxAgeSeconds),
+      ...files.variantData,
     },
   };
 }

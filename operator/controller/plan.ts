@@ -4,16 +4,19 @@
  * bytes change), the full controller-owned status (and whether it differs from the live one), and
  * the events of this state change. The controller (controller.ts) does the reads and writes.
  *
- * The card engine is used only through its public functions: validateSpec, renderV1, renderV03,
- * importSigningKey, signCard, publicJwks, serializeCard.
+ * The card engine is used only through its public functions: validateSpec, audienceVariants,
+ * importSigningKey, publicJwks, serializeCard (rendering and signing each audience's card is
+ * audiences/sign.ts).
  */
 import { createHash } from 'node:crypto';
 import { describeError, UserError } from '../errors.ts';
-import type { AgentCardSpec } from '../card/resource.ts';
+import { audienceVariants, type AudienceVariant } from '../card/audience.ts';
+import type { AgentCardSpec, AudienceStatus } from '../card/resource.ts';
+import { variantData, type VariantFiles } from './audiences/publish.ts';
+import { signVariants } from './audiences/sign.ts';
 import { API_VERSION, configMapName, KIND } from '../api/names.ts';
-import { renderV03, renderV1 } from '../card/render.ts';
 import { serializeCard } from '../card/serialize.ts';
-import { importSigningKey, publicJwks, signCard, type SigningKey } from '../card/sign.ts';
+import { importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
 import { deriveReady, getCondition, setCondition, type ConditionInput } from './conditions.ts';
 import {
@@ -31,7 +34,6 @@ import {
 } from './configmap.ts';
 import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
-import { reusableSignedCard } from './resign.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
 
@@ -262,6 +264,34 @@ function servingEvents(
   ];
 }
 
+/** The status entry of each audience with hosts (the default one is status.card). */
+function audienceStatus(
+  published: readonly VariantFiles[],
+  variants: readonly AudienceVariant[],
+): AudienceStatus[] {
+  return published.map((p) => ({
+    name: p.name,
+    hosts: [...p.hosts],
+    digest: digestOf(p.card),
+    bytes: byteLength(p.card),
+    probed: variants.find((v) => v.name === p.name)?.probed ?? false,
+  }));
+}
+
+function audiencesNote(audiences: readonly AudienceStatus[]): string {
+  if (audiences.length === 0) return '';
+  return `; audience${audiences.length > 1 ? 's' : ''} ${audiences.map((a) => `${a.name} (${a.digest.slice(0, 19)}, ${a.bytes} bytes)`).join(', ')}`;
+}
+
+/** What was published, as one string: a Published event is due when it changes. */
+function publishedDigests(
+  card: { digest: string } | undefined,
+  audiences: readonly AudienceStatus[] | undefined,
+): string | undefined {
+  if (!card) return undefined;
+  return [card.digest, ...(audiences ?? []).map((a) => `${a.name}=${a.digest}`)].join(',');
+}
+
 export async function planReconcile(input: PlanInput): Promise<Plan> {
   const { resource, now } = input;
   const { name, namespace, uid } = resource.metadata;
@@ -284,6 +314,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   let configMap: ConfigMapObject | undefined;
   let card = previous.card;
   let signatures = previous.signatures;
+  let audiences = previous.audiences;
   let signingNote: string | undefined;
 
   const validation = validateSpec(resource.spec);
@@ -318,22 +349,19 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     if (!signing.keys) {
       next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
     } else {
-      const rendered = renderV1(validation.card);
       const jku = spec.signing?.jku;
-      const kept = await reusableSignedCard(
-        input.liveConfigMap?.data?.[DATA_KEYS.card],
-        rendered,
-        signing.keys,
-        jku,
-      );
-      signingNote = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
+      const keys = signing.keys;
+      const wanted = audienceVariants(spec, validation.card);
+      const signed = await signVariants(wanted, keys, jku, input.liveConfigMap?.data);
+      signingNote = signed.note;
+      const variants = signed.files;
+      const [main, ...others] = variants as [VariantFiles, ...VariantFiles[]];
       const files: PublishedFiles = {
-        card:
-          kept.card ??
-          serializeCard(signing.keys.length > 0 ? await signCard(rendered, signing.keys, { jku }) : rendered),
-        legacyCard: serializeCard(renderV03(validation.card)),
-        jwks: serializeCard(publicJwks(signing.keys) as unknown as Record<string, unknown>),
+        card: main.card,
+        legacyCard: main.legacyCard,
+        jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
         cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
+        variantData: variantData(others),
       };
       const cmName = configMapName(name);
       const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
@@ -366,13 +394,14 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         const digest = digestOf(files.card);
         const bytes = byteLength(files.card);
         card = { digest, bytes, version: validation.card.version, configMap: cmName };
-        signatures = signing.keys.map((k) => ({ kid: k.kid, alg: k.alg }));
+        signatures = keys.map((k) => ({ kid: k.kid, alg: k.alg }));
+        audiences = audienceStatus(others, wanted);
         next.push(
           at(
             {
               status: 'True',
               reason: 'Published',
-              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${servingNote}`,
+              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${audiencesNote(audiences)}${servingNote}`,
             },
             'Published',
           ),
@@ -393,6 +422,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     conditions,
     ...(card ? { card } : {}),
     ...(signatures && signatures.length > 0 ? { signatures } : {}),
+    ...(audiences && audiences.length > 0 ? { audiences } : {}),
     ...(verdict.interfaces ? { interfaces: verdict.interfaces } : {}),
     ...(verdict.reachableInterfaces !== undefined
       ? { reachableInterfaces: verdict.reachableInterfaces }
@@ -408,8 +438,8 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     statusChanged: statusChanged(resource.status, status),
     events: [
       ...plannedEvents(prevConditions, conditions, {
-        digestBefore: previous.card?.digest,
-        digestAfter: card?.digest,
+        digestBefore: publishedDigests(previous.card, previous.audiences),
+        digestAfter: publishedDigests(card, audiences),
       }),
       ...servingEvents(previous.serving, input.serving),
     ],

@@ -46,10 +46,18 @@ describe('npm run demo -- --once', () => {
     expect(result.stdout).toMatch(/^NAME\s+READY\s+SIGNED\s+INTERFACES\s+VERSION\s+AGE/m);
     expect(result.stdout).toMatch(/Served card:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json/);
     expect(result.stdout).toMatch(/Verification:\s+\S*.*verified/i);
-    // the last step: agentcard discover against the demo's agent, verified and probed
+    // Two audiences of examples/agentcard-audiences.yaml, each served its own signed card by Host.
+    expect(result.stdout).toMatch(
+      /Audiences:\s+default \(Host: 127\.0\.0\.1\): http:\/\/127\.0\.0\.1:\d+\S*, verified/,
+    );
+    expect(result.stdout).toMatch(
+      /public \(Host: weather\.example\.com\): https:\/\/weather\.example\.com\/agents\/weather\/\S+, verified/,
+    );
+    // the last step: agentcard discover against the served card (the default audience of
+    // examples/agentcard-audiences.yaml: two interfaces of the demo agent), verified and probed
     expect(result.stdout).toMatch(/^\$ agentcard discover http:\/\/127\.0\.0\.1:\d+ --jwks /m);
     expect(result.stdout).toMatch(
-      /^ok\s+.*\s+verified \S+\s+3\/3 up\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json$/m,
+      /^ok\s+.*\s+verified \S+\s+2\/2 up\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json$/m,
     );
     expect(result.stdout).toContain('1 card, 1 ok, 0 catalogs, 0 errors');
     // It did not start the control plane, so it removed only its namespace.
