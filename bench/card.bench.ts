@@ -15,12 +15,12 @@ import { generateSigningJwk } from '../operator/card/keygen.ts';
 import { renderV1 } from '../operator/card/render.ts';
 import { importSigningKey, signCard } from '../operator/card/sign.ts';
 import { validateCard } from '../operator/card/validate.ts';
-import { seedCard } from '../test/unit/card/fixtures.ts';
+import { customerSupportCard } from '../test/support/cards.ts';
 import { compare, table, writeSection } from './report.ts';
 
 const GOAL_US = 200;
 
-const seed = seedCard();
+const seed = customerSupportCard();
 const { card } = validateCard(seed);
 if (!card) throw new Error('the seed card does not validate');
 

@@ -19,13 +19,13 @@ import { replaceSection } from './report.ts';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import type { A2APeers } from '../test/unit/probe/support/a2a-peers.ts';
+import type { A2APeers } from '../test/support/a2a-peers.ts';
 
 type PeerUrls = Pick<A2APeers, 'jsonrpc' | 'rest' | 'grpc'>;
 
 if (process.argv.includes('--peer')) {
   // Child: serve one set of peers until the parent goes away.
-  const { startA2APeers } = await import('../test/unit/probe/support/a2a-peers.ts');
+  const { startA2APeers } = await import('../test/support/a2a-peers.ts');
   const peers = await startA2APeers();
   process.send!({ jsonrpc: peers.jsonrpc, rest: peers.rest, grpc: peers.grpc } satisfies PeerUrls);
   process.on('disconnect', () => process.exit(0));

@@ -25,7 +25,7 @@ const { values } = parseArgs({
   },
 });
 loadKubeConfigWithoutGeneratedApis();
-const { GROUP, PLURAL, VERSION } = await import('../operator/card/resource.ts');
+const { GROUP, PLURAL, VERSION } = await import('../operator/api/names.ts');
 const { applyConfigMap, applyStatus, createEvent } = await import('../operator/kube/api.ts');
 const { KubeClient } = await import('../operator/kube/client.ts');
 const { loadKubeConfig } = await import('../operator/kube/config.ts');

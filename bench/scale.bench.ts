@@ -34,7 +34,7 @@ import {
 } from '@kubernetes/client-node';
 import { CRD_FILE } from '../operator/card/crd.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
-import { GROUP, PLURAL, VERSION } from '../operator/card/resource.ts';
+import { GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
 import { poolConnections } from '../operator/kube/config.ts';
 import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';

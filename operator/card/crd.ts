@@ -7,17 +7,8 @@
  */
 import { stringify } from 'yaml';
 import { z } from 'zod';
-import {
-  AgentCardSpecSchema,
-  AgentCardStatusSchema,
-  CATEGORIES,
-  GROUP,
-  KIND,
-  PLURAL,
-  SHORT_NAMES,
-  SINGULAR,
-  VERSION,
-} from './resource.ts';
+import { AgentCardSpecSchema, AgentCardStatusSchema } from './resource.ts';
+import { CATEGORIES, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from '../api/names.ts';
 
 export const CRD_FILE = `crds/${GROUP}_${PLURAL}.yaml`;
 

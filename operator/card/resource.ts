@@ -5,15 +5,7 @@
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
 import { agentCardInputShape } from './schema.ts';
-
-export const GROUP = 'agentcard.dev';
-export const VERSION = 'v1alpha1';
-export const KIND = 'AgentCard';
-export const PLURAL = 'agentcards';
-export const SINGULAR = 'agentcard';
-export const SHORT_NAMES = ['acard'];
-export const CATEGORIES = ['a2a'];
-export const API_VERSION = `${GROUP}/${VERSION}`;
+import { API_VERSION, KIND } from '../api/names.ts';
 
 export const SIGNING_ALGS = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'] as const;
 export type SigningAlg = (typeof SIGNING_ALGS)[number];

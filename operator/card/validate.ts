@@ -8,7 +8,8 @@ import { lintCard } from './lint.ts';
 import { hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
 import { renderV1 } from './render.ts';
 import { z } from 'zod';
-import { API_VERSION, AgentCardSpecSchema, KIND, type AgentCardSpec } from './resource.ts';
+import { AgentCardSpecSchema, type AgentCardSpec } from './resource.ts';
+import { API_VERSION, KIND } from '../api/names.ts';
 import { AgentCardInputSchema, LEGACY_FIELDS, type AgentCard, type AgentCardInput } from './schema.ts';
 
 export type { Problem } from './problem.ts';

@@ -5,12 +5,14 @@
  * watch, with the served documents as data. The sidecar reads these files through a volume.
  */
 import { createHash } from 'node:crypto';
+import {
+  CARD_LABEL,
+  CONFIGMAP_SUFFIX,
+  configMapName,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+} from '../api/names.ts';
 
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY_VALUE = 'agentcard-operator';
-export const CARD_LABEL = 'agentcard.dev/card';
-/** The label selector of the owned-ConfigMap watch. */
-export const OWNED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 export const DEFAULT_CACHE_MAX_AGE_SECONDS = 300;
 
 /** Data keys of the published ConfigMap. */
@@ -59,17 +61,12 @@ export interface ConfigMapObject {
 
 /** A ConfigMap name is a DNS subdomain: at most 253 characters. */
 const MAX_NAME = 253;
-const SUFFIX = '-agent-card';
-
-export function configMapName(cardName: string): string {
-  return `${cardName}${SUFFIX}`;
-}
 
 /** Why the ConfigMap name for this AgentCard cannot exist, or undefined when it can. */
 export function configMapNameProblem(cardName: string): string | undefined {
   const name = configMapName(cardName);
   if (name.length > MAX_NAME) {
-    return `the ConfigMap name '${name.slice(0, 40)}...' would be ${name.length} characters (the limit is ${MAX_NAME}); shorten the AgentCard name to at most ${MAX_NAME - SUFFIX.length}`;
+    return `the ConfigMap name '${name.slice(0, 40)}...' would be ${name.length} characters (the limit is ${MAX_NAME}); shorten the AgentCard name to at most ${MAX_NAME - CONFIGMAP_SUFFIX.length}`;
   }
   return undefined;
 }

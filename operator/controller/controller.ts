@@ -14,37 +14,40 @@
  * - the periodic resync (every AgentCard, e.g. every 10 minutes), which also picks up rotations of
  *   unlabelled Secrets.
  *
- * Read-your-writes: after a write, the informer cache may lag. The object the API server
- * returned is kept as an overlay until the cache moves past the version the write started from,
- * so a reconcile that runs in between does not write the same thing twice.
+ * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
+ * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
  */
-import type { KubernetesObject, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../card/resource.ts';
-import type { Logger } from '../log.ts';
-import { applyConfigMap, applyStatus, collectionPath, readSecret } from '../kube/api.ts';
+import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
+import {
+  API_VERSION,
+  CARD_LABEL,
+  configMapName,
+  GROUP,
+  KIND,
+  PLURAL,
+  SIGNING_KEY_LABEL,
+  VERSION,
+} from '../api/names.ts';
+import type { AgentCardSpec } from '../card/resource.ts';
+import { applyConfigMap, applyStatus, readSecret } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { describeApiError, isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
-import { ResilientInformer } from '../kube/informer.ts';
-import {
-  CARD_LABEL,
-  configMapName,
-  configMapUpToDate,
-  OWNED_SELECTOR,
-  type ConfigMapObject,
-} from './configmap.ts';
+import type { Logger } from '../log.ts';
+import { configMapUpToDate, type ConfigMapObject } from './configmap.ts';
+import { allInformers, createInformers, type Informers } from './informers.ts';
+import { objectKey, splitKey } from './keys.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import { planReconcile, SIGNING_KEY_LABEL, type AgentCardObject, type SecretView } from './plan.ts';
+import { planReconcile, type AgentCardObject, type SecretView } from './plan.ts';
+import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
+import { summarizeServing } from './serving.ts';
 import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue } from './workqueue.ts';
-import { INJECT_ANNOTATION } from '../webhook/mutate.ts';
-import { hasSidecar, requestedCard, summarizeServing } from '../webhook/serving.ts';
-import type { AgentCardSpec } from '../card/resource.ts';
+import { WriteOverlay } from './write-overlay.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
-export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -58,55 +61,6 @@ export interface ControllerOptions {
   probes: ProbeHooks;
 }
 
-type Informers = {
-  cards: ResilientInformer<AgentCardObject & KubernetesObject>;
-  configMaps: ResilientInformer<V1ConfigMap>;
-  secrets: ResilientInformer<V1Secret>;
-  pods: ResilientInformer<V1Pod>;
-};
-
-/**
- * What status.serving needs of a Pod, trimmed in place before it is cached: the operator may
- * watch every Pod of the cluster, so it keeps only names, the inject annotation and the phase.
- */
-function trimPod(pod: V1Pod): void {
-  const m = pod.metadata ?? {};
-  const inject = m.annotations?.[INJECT_ANNOTATION];
-  pod.metadata = {
-    name: m.name,
-    namespace: m.namespace,
-    resourceVersion: m.resourceVersion,
-    ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
-    ...(inject !== undefined ? { annotations: { [INJECT_ANNOTATION]: inject } } : {}),
-  };
-  const names = (list: Array<{ name: string }> | undefined) => (list ?? []).map((c) => ({ name: c.name }));
-  pod.spec = {
-    containers: names(pod.spec?.containers),
-    ...(pod.spec?.initContainers ? { initContainers: names(pod.spec.initContainers) } : {}),
-  };
-  pod.status = pod.status?.phase ? { phase: pod.status.phase } : {};
-}
-
-/** The part of a trimmed Pod that status.serving depends on. */
-function servingState(pod: V1Pod): string {
-  return `${pod.status?.phase ?? ''}|${pod.metadata?.deletionTimestamp ? 'deleting' : ''}|${hasSidecar(pod)}`;
-}
-
-interface Overlay<T> {
-  /** resourceVersion of the cached object when the write started (undefined: it did not exist). */
-  before: string | undefined;
-  object: T;
-}
-
-export function cardKey(namespace: string, name: string): string {
-  return `${namespace}/${name}`;
-}
-
-function splitKey(key: string): [string, string] {
-  const i = key.indexOf('/');
-  return [key.slice(0, i), key.slice(i + 1)];
-}
-
 export class Controller {
   readonly queue: WorkQueue;
   private readonly opts: ControllerOptions;
@@ -116,17 +70,15 @@ export class Controller {
   private readonly secretIndex = new SecretIndex();
   private readonly seenGeneration = new Map<string, number>();
   private readonly seenSecretVersion = new Map<string, string>();
-  private readonly cardOverlays = new Map<string, Overlay<AgentCardObject>>();
-  private readonly configMapOverlays = new Map<string, Overlay<V1ConfigMap>>();
+  private readonly cardOverlay = new WriteOverlay<AgentCardObject & KubernetesObject>();
+  private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
   /**
    * ConfigMaps being applied right now (ConfigMap key -> what was sent). The watch event of an
    * apply often arrives before the apply's response; without this it would look like someone
    * else's change and queue the card once more (about a third more reconciles at 1,000 cards).
    */
   private readonly applyingConfigMaps = new Map<string, ConfigMapObject>();
-  /** Pods asking for each card (card key -> pod key -> trimmed Pod), and the reverse. */
-  private readonly podsByCard = new Map<string, Map<string, V1Pod>>();
-  private readonly cardOfPod = new Map<string, { card: string; state: string }>();
+  private readonly pods = new PodIndex();
   private started = false;
   private stopping = false;
 
@@ -151,37 +103,8 @@ export class Controller {
   }
 
   private makeInformers(namespace: string | undefined): Informers {
-    const { client, log } = this.opts;
-    const scope = namespace ?? '*';
-    const cards = new ResilientInformer<AgentCardObject & KubernetesObject>({
-      name: `agentcards/${scope}`,
-      client,
-      path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
-      log,
-    });
-    const configMaps = new ResilientInformer<V1ConfigMap>({
-      name: `configmaps/${scope}`,
-      client,
-      path: collectionPath('/api/v1', 'configmaps', namespace),
-      labelSelector: OWNED_SELECTOR,
-      log,
-    });
-    const secrets = new ResilientInformer<V1Secret>({
-      name: `secrets/${scope}`,
-      client,
-      path: collectionPath('/api/v1', 'secrets', namespace),
-      labelSelector: SIGNING_KEY_SELECTOR,
-      log,
-    });
-
-    const pods = new ResilientInformer<V1Pod>({
-      name: `pods/${scope}`,
-      client,
-      path: collectionPath('/api/v1', 'pods', namespace),
-      log,
-      trim: trimPod,
-    });
-
+    const informers = createInformers(this.opts.client, this.log, namespace);
+    const { cards, configMaps, secrets, pods } = informers;
     cards.on('add', (obj) => this.onCard(obj, true));
     cards.on('update', (obj) => this.onCard(obj, false));
     cards.on('delete', (obj) => this.onCardDeleted(obj));
@@ -194,13 +117,11 @@ export class Controller {
     pods.on('add', (obj) => this.onPod(obj, false));
     pods.on('update', (obj) => this.onPod(obj, false));
     pods.on('delete', (obj) => this.onPod(obj, true));
-    return { cards, configMaps, secrets, pods };
+    return informers;
   }
 
-  private all(): Array<ResilientInformer<KubernetesObject>> {
-    return [...this.informers.values()].flatMap((i) => [i.cards, i.configMaps, i.secrets, i.pods]) as Array<
-      ResilientInformer<KubernetesObject>
-    >;
+  private all() {
+    return allInformers(this.informers.values());
   }
 
   /** Names of informers that have not loaded their first list yet. */
@@ -235,7 +156,7 @@ export class Controller {
   private cardKeys(): string[] {
     const keys: string[] = [];
     for (const { cards } of this.informers.values()) {
-      for (const c of cards.list()) keys.push(cardKey(c.metadata.namespace, c.metadata.name));
+      for (const c of cards.list()) keys.push(objectKey(c.metadata.namespace, c.metadata.name));
     }
     return keys;
   }
@@ -252,10 +173,10 @@ export class Controller {
 
   private onCard(obj: AgentCardObject, added: boolean): void {
     const { namespace, name } = obj.metadata;
-    const key = cardKey(namespace, name);
+    const key = objectKey(namespace, name);
     this.secretIndex.set(
       key,
-      referencedSecretNames(obj.spec).map((s) => cardKey(namespace, s)),
+      referencedSecretNames(obj.spec).map((s) => objectKey(namespace, s)),
     );
     const generation = obj.metadata.generation ?? 0;
     const changed = added || this.seenGeneration.get(key) !== generation || !!obj.metadata.deletionTimestamp;
@@ -265,11 +186,11 @@ export class Controller {
 
   private onCardDeleted(obj: AgentCardObject): void {
     const { namespace, name } = obj.metadata;
-    const key = cardKey(namespace, name);
+    const key = objectKey(namespace, name);
     this.secretIndex.delete(key);
     this.seenGeneration.delete(key);
-    this.cardOverlays.delete(key);
-    this.configMapOverlays.delete(cardKey(namespace, configMapName(name)));
+    this.cardOverlay.forget(key);
+    this.configMapOverlay.forget(objectKey(namespace, configMapName(name)));
     this.opts.metrics.forgetCard(namespace, name);
     this.opts.probes.forget(key);
     this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
@@ -281,44 +202,24 @@ export class Controller {
       obj.metadata?.labels?.[CARD_LABEL] ??
       obj.metadata?.ownerReferences?.find((r) => r.controller && r.kind === KIND)?.name;
     if (!owner) return;
-    const cmKey = cardKey(namespace, obj.metadata?.name ?? '');
-    const overlay = this.configMapOverlays.get(cmKey);
+    const cmKey = objectKey(namespace, obj.metadata?.name ?? '');
     if (deleted) {
-      this.configMapOverlays.delete(cmKey);
-    } else if (overlay && overlay.object.metadata?.resourceVersion === obj.metadata?.resourceVersion) {
+      this.configMapOverlay.forget(cmKey);
+    } else if (this.configMapOverlay.isOwnEcho(cmKey, obj.metadata?.resourceVersion)) {
       return; // the echo of our own apply
     } else {
       const applying = this.applyingConfigMaps.get(cmKey);
       if (applying && configMapUpToDate(obj, applying)) return; // an echo that beat the response
     }
-    this.enqueue(cardKey(namespace, owner));
+    this.enqueue(objectKey(namespace, owner));
   }
 
   private onPod(pod: V1Pod, deleted: boolean): void {
-    const namespace = pod.metadata?.namespace ?? '';
-    const podKey = cardKey(namespace, pod.metadata?.name ?? '');
-    const requested = deleted ? undefined : requestedCard(pod, namespace);
-    const card = requested ? cardKey(namespace, requested) : undefined;
-    const previous = this.cardOfPod.get(podKey);
-    const state = servingState(pod);
-    if (previous && previous.card !== card) {
-      this.podsByCard.get(previous.card)?.delete(podKey);
-      this.enqueue(previous.card);
-    }
-    if (!card) {
-      this.cardOfPod.delete(podKey);
-      return;
-    }
-    let pods = this.podsByCard.get(card);
-    if (!pods) this.podsByCard.set(card, (pods = new Map()));
-    pods.set(podKey, pod);
-    this.cardOfPod.set(podKey, { card, state });
-    // Status churn of a Pod (conditions, restarts) does not change what status.serving says.
-    if (previous?.card !== card || previous.state !== state) this.enqueue(card);
+    for (const card of this.pods.update(pod, deleted)) this.enqueue(card);
   }
 
   private onSecret(obj: V1Secret, deleted: boolean): void {
-    const key = cardKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
+    const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
     const rv = obj.metadata?.resourceVersion ?? '';
     if (deleted) this.seenSecretVersion.delete(key);
     else if (this.seenSecretVersion.get(key) === rv)
@@ -330,21 +231,13 @@ export class Controller {
   // ---- reads with read-your-writes -----------------------------------------------------------
 
   private currentCard(namespace: string, name: string): AgentCardObject | undefined {
-    const key = cardKey(namespace, name);
     const cached = this.scopeOf(namespace)?.cards.get(name, namespace);
-    const overlay = this.cardOverlays.get(key);
-    if (overlay && cached && cached.metadata.resourceVersion === overlay.before) return overlay.object;
-    this.cardOverlays.delete(key);
-    return cached;
+    return this.cardOverlay.read(objectKey(namespace, name), cached);
   }
 
   private currentConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
-    const key = cardKey(namespace, name);
     const cached = this.scopeOf(namespace)?.configMaps.get(name, namespace);
-    const overlay = this.configMapOverlays.get(key);
-    if (overlay && cached?.metadata?.resourceVersion === overlay.before) return overlay.object;
-    this.configMapOverlays.delete(key);
-    return cached;
+    return this.configMapOverlay.read(objectKey(namespace, name), cached);
   }
 
   /** Referenced Secrets: from the labelled-Secret cache when there, else one GET each. */
@@ -397,7 +290,7 @@ export class Controller {
       interfaces: (spec: AgentCardSpec | undefined) =>
         this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
       now: new Date(),
-      serving: summarizeServing({ name, namespace }, [...(this.podsByCard.get(key)?.values() ?? [])]),
+      serving: summarizeServing({ name, namespace }, this.pods.podsFor(key)),
     };
     let plan = await planReconcile(input);
     log.debug('planned', {
@@ -412,13 +305,13 @@ export class Controller {
     let publishError: unknown;
     if (plan.configMap) {
       const before = this.scopeOf(namespace)?.configMaps.get(cmName, namespace)?.metadata?.resourceVersion;
-      const cmKey = cardKey(namespace, cmName);
+      const cmKey = objectKey(namespace, cmName);
       this.applyingConfigMaps.set(cmKey, plan.configMap);
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'configmap' });
         const stored = await applyConfigMap(this.opts.client, plan.configMap);
         delete stored.metadata?.managedFields;
-        this.configMapOverlays.set(cmKey, { before, object: stored });
+        this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
         publishError = err;
         log.warn('publishing the ConfigMap failed', { configMap: cmName, error: describeApiError(err) });
@@ -439,7 +332,7 @@ export class Controller {
           statusApplyBody({ apiVersion: API_VERSION, kind: KIND, name, namespace }, plan.status),
         )) as AgentCardObject & KubernetesObject;
         delete stored.metadata?.managedFields;
-        this.cardOverlays.set(key, { before: resource.metadata.resourceVersion, object: stored });
+        this.cardOverlay.remember(key, resource.metadata.resourceVersion, stored);
       } catch (err) {
         if (isNotFound(err)) return; // deleted meanwhile
         throw err;

@@ -9,7 +9,8 @@
  */
 import { createHash } from 'node:crypto';
 import { describeError, UserError } from '../errors.ts';
-import { API_VERSION, KIND, type AgentCardSpec } from '../card/resource.ts';
+import type { AgentCardSpec } from '../card/resource.ts';
+import { API_VERSION, configMapName, KIND, SIGNING_KEY_LABEL } from '../api/names.ts';
 import { renderV03, renderV1 } from '../card/render.ts';
 import { serializeCard } from '../card/serialize.ts';
 import { importSigningKey, publicJwks, signCard, type SigningKey } from '../card/sign.ts';
@@ -17,7 +18,6 @@ import { validateSpec } from '../card/validate.ts';
 import { deriveReady, getCondition, setCondition, type ConditionInput } from './conditions.ts';
 import {
   byteLength,
-  configMapName,
   configMapNameProblem,
   configMapUpToDate,
   DATA_KEYS,
@@ -28,14 +28,11 @@ import {
   type LiveConfigMap,
   type PublishedFiles,
 } from './configmap.ts';
-import { servingMessage, type ServingSummary } from '../webhook/serving.ts';
+import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
 import { reusableSignedCard } from './resign.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
-
-/** The label that makes a Secret watched, so that its rotation re-signs within seconds. */
-export const SIGNING_KEY_LABEL = 'agentcard.dev/signing-key';
 
 /** An AgentCard as the informer holds it (raw JSON from the API server). */
 export interface AgentCardObject {

@@ -7,7 +7,7 @@
  * - a failed key is retried after a per-key exponential backoff (capped); success forgets it;
  * - shutdown stops taking work and waits for the runs in flight.
  */
-import { backoffDelay, type BackoffOptions } from './backoff.ts';
+import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
 
 /** What a handler may ask for: run this key again after a delay even though it succeeded. */
 export type HandlerResult = void | { requeueAfterMs?: number };

@@ -9,7 +9,7 @@
  * https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { Backoff, type BackoffOptions } from '../controller/backoff.ts';
+import { Backoff, type BackoffOptions } from './backoff.ts';
 import type { Logger } from '../log.ts';
 import { ApiError, type KubeClient, type WatchEvent } from './client.ts';
 import { apiStatusCode, describeApiError } from './errors.ts';

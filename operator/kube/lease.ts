@@ -1,6 +1,6 @@
 /** The leader election Lease on the API server (coordination.k8s.io/v1), as a LeaseStore. */
 import type { V1Lease } from '@kubernetes/client-node';
-import type { LeaseRecord, LeaseStore } from '../controller/leader.ts';
+import type { LeaseRecord, LeaseStore } from './leader.ts';
 import { createLease, readLease, replaceLease } from './api.ts';
 import type { KubeClient } from './client.ts';
 

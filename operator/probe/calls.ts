@@ -1,7 +1,8 @@
 /**
  * Which A2A question to ask an interface (pure: no I/O). Each binding gets its cheapest
  * side-effect-free call, GetTask for a random task id, that only a real A2A server of that
- * binding and version answers in a recognisable way (A2A-NOTES section 4).
+ * binding and version answers in a recognisable way (A2A 1.0 specification, §§9-11 for the
+ * protocol bindings and §5.4 for the error codes).
  */
 import { encodeGetTaskV03, encodeGetTaskV1, frameGrpcMessage } from './grpc-wire.ts';
 import type { KnownBinding, ProbeTarget } from './types.ts';

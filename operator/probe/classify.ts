@@ -1,8 +1,9 @@
 /**
  * The verdict on one probe, from what was observed (pure: no I/O, no clock). Only an answer
- * that a real A2A server of the declared binding and version gives counts as Reachable
- * (A2A-NOTES section 4); everything else says why not, in words composed here: response
- * bodies and server-supplied messages are never echoed.
+ * that a real A2A server of the declared binding and version gives counts as Reachable (A2A 1.0
+ * specification, §§9-11 for the protocol bindings and §5.4 for the error codes); everything else
+ * says why not, in words composed here: response bodies and server-supplied messages are never
+ * echoed.
  */
 import type { Expectation } from './calls.ts';
 import type { ErrorInfo } from './grpc-wire.ts';

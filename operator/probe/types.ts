@@ -18,7 +18,10 @@ export const PROBE_REASONS = [
 ] as const;
 export type ProbeReason = (typeof PROBE_REASONS)[number];
 
-/** The bindings the probe knows how to ask (A2A-NOTES section 4); anything else is Unsupported. */
+/**
+ * The bindings the probe knows how to ask (A2A 1.0 specification, §§9-11); anything else is
+ * Unsupported.
+ */
 export const KNOWN_BINDINGS = ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const;
 export type KnownBinding = (typeof KNOWN_BINDINGS)[number];
 

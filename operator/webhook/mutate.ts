@@ -14,10 +14,9 @@
  * - the container passes the `restricted` Pod Security Standard.
  */
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import { CONFIGMAP_SUFFIX, configMapName, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../api/names.ts';
 import { SIDECAR_UID, sidecarEnv } from '../sidecar/runtime.ts';
 
-export const INJECT_ANNOTATION = 'agentcard.dev/inject';
-export const SIDECAR_CONTAINER = 'agentcard-sidecar';
 export const CARD_VOLUME = 'agentcard-card';
 export const CARD_DIR = '/etc/agentcard';
 export const SIDECAR_PORT = 8095;
@@ -42,9 +41,6 @@ export type Decision =
   | { inject: true; card: string; native: boolean; patch: JsonPatchOp[] }
   /** `warn`: the Pod asked for the sidecar and should be told why it did not get it. */
   | { inject: false; reason: string; card?: string; warn?: boolean };
-
-/** The name of the ConfigMap the controller publishes for an AgentCard. */
-export const cardConfigMapName = (card: string) => `${card}-agent-card`;
 
 // RFC 1123 subdomain: the rule for AgentCard (and ConfigMap) names.
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -79,8 +75,8 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
     }
     card = card.slice(slash + 1);
   }
-  // The ConfigMap name adds 11 characters and must stay within 253.
-  if (!DNS_SUBDOMAIN.test(card) || card.length > 253 - 11) {
+  // The ConfigMap name adds its suffix and must stay within 253.
+  if (!DNS_SUBDOMAIN.test(card) || card.length > 253 - CONFIGMAP_SUFFIX.length) {
     return {
       inject: false,
       reason: `'${requested.slice(0, 100)}' is not a valid AgentCard name`,
@@ -104,7 +100,7 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
     };
   }
   const existingVolume = spec.volumes?.find((v) => v.name === CARD_VOLUME);
-  if (existingVolume && existingVolume.configMap?.name !== cardConfigMapName(card)) {
+  if (existingVolume && existingVolume.configMap?.name !== configMapName(card)) {
     return {
       inject: false,
       reason: `the Pod already has a different volume named ${CARD_VOLUME}`,
@@ -135,7 +131,7 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
 export function cardVolume(card: string): V1Volume {
   // optional: a Pod created before its AgentCard is published still starts; the sidecar
   // answers 503 until the kubelet fills the volume.
-  return { name: CARD_VOLUME, configMap: { name: cardConfigMapName(card), optional: true } };
+  return { name: CARD_VOLUME, configMap: { name: configMapName(card), optional: true } };
 }
 
 export function sidecarContainer(cfg: InjectionConfig, native: boolean): V1Container {

@@ -18,7 +18,7 @@ import {
   type TestNamespace,
 } from '../support/cluster.ts';
 import { compactEtcd } from '../support/etcd.ts';
-import { waitFor } from './controller-support.ts';
+import { waitFor } from '../support/operator.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);

@@ -2,7 +2,7 @@
 // operator processes (bin/agentcard.js operator) with one leader and a failover.
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaderElector } from '../../operator/controller/leader.ts';
+import { LeaderElector } from '../../operator/kube/leader.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { kubeLeaseStore } from '../../operator/kube/lease.ts';
 import { createLogger } from '../../operator/log.ts';
@@ -20,7 +20,7 @@ import {
   spawnOperator,
   waitFor,
   type ChildOperator,
-} from './controller-support.ts';
+} from '../support/operator.ts';
 
 const kc = kubeConfig();
 const api = new Api(kc);

@@ -2,7 +2,7 @@
 // on loopback: verdicts, n/m, Ready, credentials from a Secret, and no writes while nothing changes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
-import { startA2APeers, type A2APeers } from '../unit/probe/support/a2a-peers.ts';
+import { startA2APeers, type A2APeers } from '../support/a2a-peers.ts';
 import {
   Api,
   condition,
@@ -12,7 +12,7 @@ import {
   startOperator,
   waitFor,
   type InProcessOperator,
-} from './controller-support.ts';
+} from '../support/operator.ts';
 
 const kc = kubeConfig();
 const api = new Api(kc);

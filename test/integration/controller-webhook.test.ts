@@ -4,7 +4,7 @@ import { request } from 'node:https';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
-import { installCrd, spawnOperator, waitFor, type ChildOperator } from './controller-support.ts';
+import { installCrd, spawnOperator, waitFor, type ChildOperator } from '../support/operator.ts';
 import { freePort } from '../support/ports.ts';
 
 const kc = kubeConfig();

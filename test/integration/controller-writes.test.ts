@@ -16,7 +16,7 @@ import {
   spawnOperator,
   startOperator,
   waitFor,
-} from './controller-support.ts';
+} from '../support/operator.ts';
 
 const kc = kubeConfig();
 const api = new Api(kc);

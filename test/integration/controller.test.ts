@@ -15,7 +15,7 @@ import {
   startOperator,
   waitFor,
   type InProcessOperator,
-} from './controller-support.ts';
+} from '../support/operator.ts';
 
 const kc = kubeConfig();
 const api = new Api(kc);

@@ -30,10 +30,11 @@ import {
 import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
 import { compactEtcd } from '../support/etcd.ts';
 import { helmPath, kubectlPath, runTool } from '../support/tools.ts';
+import { fixturePath } from '../support/paths.ts';
 
 const GROUP = 'cptest.agentcard.dev';
 
-const widgetCrdYaml = readFileSync(new URL('../support/fixtures/widget-crd.yaml', import.meta.url), 'utf8');
+const widgetCrdYaml = readFileSync(fixturePath('widget-crd.yaml'), 'utf8');
 const WIDGET_CRD = `widgets.${GROUP}`;
 
 function widget(namespace: string, name: string, spec: Record<string, unknown>): KubernetesObject {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { kubeConfig } from '../support/cluster.ts';
-import { repoRoot } from '../unit/helm/chart.ts';
+import { repoRoot } from '../support/paths.ts';
 
 function runDemo(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

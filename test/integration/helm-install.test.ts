@@ -25,7 +25,8 @@ import {
 } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
 import { join } from 'node:path';
-import { chartDir, repoRoot } from '../unit/helm/chart.ts';
+import { chartDir } from '../unit/helm/chart.ts';
+import { repoRoot } from '../support/paths.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);

@@ -40,7 +40,8 @@ import {
   type TestNamespace,
 } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
-import { chartDir, repoRoot } from '../unit/helm/chart.ts';
+import { chartDir } from '../unit/helm/chart.ts';
+import { repoRoot } from '../support/paths.ts';
 import { startDemoAgent, type DemoAgent } from '../../scripts/demo-agent.ts';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { freePort } from '../support/ports.ts';

@@ -8,7 +8,7 @@ import { describeApiError, isNotFound } from '../../operator/kube/errors.ts';
 import { ResilientInformer } from '../../operator/kube/informer.ts';
 import { createLogger } from '../../operator/log.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
-import { waitFor } from './controller-support.ts';
+import { waitFor } from '../support/operator.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);

@@ -5,10 +5,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
-import { basename, join, posix, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-export const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..', '..');
+import { basename, join, posix } from 'node:path';
+import { repoRoot } from '../support/paths.ts';
 
 export type Instruction = { op: string; flags: Record<string, string>; args: string[]; raw: string };
 export type Stage = { from: string; name?: string; instructions: Instruction[] };

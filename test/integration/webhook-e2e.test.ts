@@ -11,11 +11,11 @@ import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
 import type { TestNamespace } from '../support/cluster.ts';
-import { kubeletWrite, tempDir } from '../unit/sidecar/fixtures.ts';
+import { kubeletWrite, tempDir } from '../support/card-files.ts';
 import { spawnSidecar } from '../unit/sidecar/spawn.ts';
 import type { Running } from '../unit/sidecar/spawn.ts';
-import { Api, installCrd, privateJwk, sampleCard, startOperator, waitFor } from './controller-support.ts';
-import type { InProcessOperator } from './controller-support.ts';
+import { Api, installCrd, privateJwk, sampleCard, startOperator, waitFor } from '../support/operator.ts';
+import type { InProcessOperator } from '../support/operator.ts';
 
 const kc = kubeConfig();
 const api = new Api(kc);

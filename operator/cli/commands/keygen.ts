@@ -5,7 +5,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { UserError } from '../../errors.ts';
-import { parseFlags } from '../../card/cli.ts';
+import { parseFlags } from '../input.ts';
 import { generateSigningJwk } from '../../card/keygen.ts';
 import { SIGNING_ALGS } from '../../card/resource.ts';
 

@@ -7,7 +7,7 @@ import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
 import { setFlagsFromString } from 'node:v8';
 import { loadKubeConfigWithoutGeneratedApis } from '../../kube/slim-load.ts';
-import type { OperatorConfig } from '../../controller/main.ts';
+import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
 import { createLogger } from '../../log.ts';
 
@@ -205,7 +205,7 @@ export async function run(argv: string[]): Promise<number> {
   // hence the dynamic import below.
   setFlagsFromString('--optimize-for-size');
   loadKubeConfigWithoutGeneratedApis();
-  const { runOperator } = await import('../../controller/main.ts');
+  const { runOperator } = await import('../../manager/manager.ts');
   const log = createLogger({ component: 'operator' });
   const shutdown = new AbortController();
   const onSignal = (signal: string) => {

@@ -4,7 +4,7 @@
  * the legacy shape). Lint warnings go to standard error.
  */
 import { UserError } from '../../errors.ts';
-import { formatJson, loadOneCard, parseFlags, printProblems } from '../../card/cli.ts';
+import { formatJson, loadOneCard, parseFlags, printProblems } from '../input.ts';
 import { renderV03, renderV1 } from '../../card/render.ts';
 
 const USAGE = `usage: agentcard render -f MANIFEST|CARD|- [--format v1|v0.3] [--name NAME] [--strict] [--compact]

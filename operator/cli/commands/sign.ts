@@ -4,14 +4,7 @@
  * --key; for a manifest, spec.signing.keys[i] supplies the defaults (and spec.signing.jku the jku).
  */
 import { UserError } from '../../errors.ts';
-import {
-  MAX_KEY_BYTES,
-  formatJson,
-  loadOneCard,
-  parseFlags,
-  printProblems,
-  readInput,
-} from '../../card/cli.ts';
+import { MAX_KEY_BYTES, formatJson, loadOneCard, parseFlags, printProblems, readInput } from '../input.ts';
 import { renderV1 } from '../../card/render.ts';
 import { importSigningKey, signCard, type SigningKey } from '../../card/sign.ts';
 

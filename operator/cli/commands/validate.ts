@@ -4,7 +4,7 @@
  * otherwise; each problem is printed as `path: message`.
  */
 import { UserError } from '../../errors.ts';
-import { MAX_INPUT_BYTES, parseDocuments, parseFlags, readInput } from '../../card/cli.ts';
+import { MAX_INPUT_BYTES, parseDocuments, parseFlags, readInput } from '../input.ts';
 import { formatProblem, hasErrors, type Problem } from '../../card/problem.ts';
 import { validateCard, validateResource } from '../../card/validate.ts';
 

@@ -4,7 +4,7 @@
  * is printed), 1 otherwise. The jku header is never fetched.
  */
 import { UserError } from '../../errors.ts';
-import { MAX_INPUT_BYTES, MAX_JWKS_BYTES, parseDocuments, parseFlags, readInput } from '../../card/cli.ts';
+import { MAX_INPUT_BYTES, MAX_JWKS_BYTES, parseDocuments, parseFlags, readInput } from '../input.ts';
 import type { JWK } from '../../card/sign.ts';
 import { publicPart, verifyCard, type JWKS } from '../../card/verify.ts';
 

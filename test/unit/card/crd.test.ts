@@ -4,7 +4,8 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { buildCrd, CRD_FILE, crdYaml, toStructural } from '../../../operator/card/crd.ts';
 import { parseDuration } from '../../../operator/card/resource.ts';
-import { repoRoot } from './fixtures.ts';
+import { repoRoot } from '../../support/paths.ts';
+import { join } from 'node:path';
 
 type Node = Record<string, any>;
 const version = () => (buildCrd() as Node).spec.versions[0];
@@ -23,7 +24,7 @@ function walk(node: Node, path: string, visit: (node: Node, path: string) => voi
 
 describe('the AgentCard CRD', () => {
   it(`${CRD_FILE} is up to date (run npm run gen:crd)`, () => {
-    expect(readFileSync(`${repoRoot}${CRD_FILE}`, 'utf8')).toBe(crdYaml());
+    expect(readFileSync(join(repoRoot, CRD_FILE), 'utf8')).toBe(crdYaml());
   });
 
   it('has the names, scope, version and status subresource of the contract', () => {

@@ -18,7 +18,9 @@ import { renderV1 } from '../../../operator/card/render.ts';
 import { importSigningKey, signCard, type SigningKey } from '../../../operator/card/sign.ts';
 import { validateCard, validateSpec } from '../../../operator/card/validate.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
-import { fullCard, minimalCard, repoRoot, seedCard } from './fixtures.ts';
+import { fullCard, minimalCard, customerSupportCard } from '../../support/cards.ts';
+import { repoRoot } from '../../support/paths.ts';
+import { join } from 'node:path';
 
 const ALGS = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'] as const;
 
@@ -33,7 +35,7 @@ const sdkVerify = (keys: SigningKey[]) =>
 function exampleCards(): Record<string, unknown>[] {
   const cards: Record<string, unknown>[] = [];
   for (const file of ['examples/agentcard-minimal.yaml', 'examples/agentcard-signed.yaml']) {
-    for (const doc of parseAllDocuments(readFileSync(`${repoRoot}${file}`, 'utf8'))) {
+    for (const doc of parseAllDocuments(readFileSync(join(repoRoot, file), 'utf8'))) {
       const obj = doc.toJS() as { kind?: string; spec?: unknown };
       if (obj.kind === 'AgentCard') cards.push(validateSpec(obj.spec).card as Record<string, unknown>);
     }
@@ -61,7 +63,7 @@ describe('interop with @a2a-js/sdk', () => {
   const cards: [string, () => Record<string, unknown>][] = [
     ['minimal', minimalCard],
     ['full (every message)', fullCard],
-    ['seed 002', seedCard],
+    ['customer support', customerSupportCard],
     ['non-ASCII text', nonAsciiCard],
   ];
 

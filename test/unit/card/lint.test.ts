@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { credentialKind } from '../../../operator/card/credentials.ts';
 import { isGenericName } from '../../../operator/card/lint.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
-import { fullCard, minimalCard } from './fixtures.ts';
+import { fullCard, minimalCard } from '../../support/cards.ts';
 
 type Card = Record<string, any>;
 const warnings = (card: unknown, strict = false) =>

@@ -4,8 +4,8 @@ import { renderV03, renderV1 } from '../../../operator/card/render.ts';
 import { serializeCard } from '../../../operator/card/serialize.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import type { AgentCard } from '../../../operator/card/schema.ts';
-import { agentCardValidator, missingRequired } from './conformance.ts';
-import { fullCard, minimalCard, seedCard } from './fixtures.ts';
+import { agentCardValidator, missingRequired } from '../../support/conformance.ts';
+import { fullCard, minimalCard, customerSupportCard } from '../../support/cards.ts';
 
 const valid = (input: unknown): AgentCard => {
   const r = validateCard(input);
@@ -17,7 +17,7 @@ describe('renderV1', () => {
   const conforms = agentCardValidator();
 
   it('produces cards that validate against the A2A 1.0 JSON Schema, required fields included', () => {
-    for (const input of [minimalCard(), fullCard(), seedCard()]) {
+    for (const input of [minimalCard(), fullCard(), customerSupportCard()]) {
       const rendered = renderV1(valid(input));
       expect(conforms(rendered)).toEqual([]);
       expect(missingRequired(rendered)).toEqual([]);

@@ -2,16 +2,10 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import {
-  AgentCardResourceSchema,
-  AgentCardStatusSchema,
-  API_VERSION,
-  GROUP,
-  KIND,
-  PLURAL,
-  VERSION,
-} from '../../../operator/card/resource.ts';
-import { repoRoot } from './fixtures.ts';
+import { AgentCardResourceSchema, AgentCardStatusSchema } from '../../../operator/card/resource.ts';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../../operator/api/names.ts';
+import { repoRoot } from '../../support/paths.ts';
+import { join } from 'node:path';
 
 const status = {
   observedGeneration: 3,
@@ -93,7 +87,7 @@ describe('the AgentCard resource schemas', () => {
 
   it('parses the example manifests as resources', () => {
     for (const file of ['examples/agentcard-minimal.yaml', 'examples/agentcard-signed.yaml']) {
-      const docs = parseAllDocuments(readFileSync(`${repoRoot}${file}`, 'utf8')).map((d) => d.toJS());
+      const docs = parseAllDocuments(readFileSync(join(repoRoot, file), 'utf8')).map((d) => d.toJS());
       const resource = AgentCardResourceSchema.parse(docs.find((d) => d.kind === 'AgentCard'));
       expect(resource.spec.card.supportedInterfaces.length).toBeGreaterThan(0);
     }

@@ -8,7 +8,7 @@ import { renderV1 } from '../../../operator/card/render.ts';
 import { importSigningKey, publicJwks, signCard, type SigningKey } from '../../../operator/card/sign.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
-import { minimalCard, vectors } from './fixtures.ts';
+import { minimalCard, vectors } from '../../support/cards.ts';
 
 const ALGS = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'] as const;
 const b64json = (b64: string) =>

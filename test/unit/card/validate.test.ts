@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateCard, validateSpec } from '../../../operator/card/validate.ts';
 import { AgentCardSchema, AgentCardInputSchema } from '../../../operator/card/schema.ts';
-import { fullCard, minimalCard, seedCard } from './fixtures.ts';
+import { fullCard, minimalCard, customerSupportCard } from '../../support/cards.ts';
 
 const errors = (r: { problems: { severity: string; path: string; message: string }[] }) =>
   r.problems.filter((p) => p.severity === 'error');
@@ -142,7 +142,7 @@ describe('validateCard: the schema', () => {
   });
 
   it('reads the seed card (which still carries the pre-1.0 "security")', () => {
-    const r = validateCard(seedCard());
+    const r = validateCard(customerSupportCard());
     expect(errors(r)).toEqual([]);
     expect(r.problems.map((p) => p.path)).toEqual(['security']);
   });

@@ -5,7 +5,7 @@ import { renderV1 } from '../../../operator/card/render.ts';
 import { importSigningKey, publicJwks, signCard, type SigningKey } from '../../../operator/card/sign.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import { verifyCard, type JWKS } from '../../../operator/card/verify.ts';
-import { fullCard } from './fixtures.ts';
+import { fullCard } from '../../support/cards.ts';
 
 type Signed = Record<string, any>;
 const rendered = () => renderV1(validateCard(fullCard()).card!);

@@ -5,7 +5,7 @@
 import { chmodSync, mkdirSync, openSync, closeSync, ftruncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentcard, expectOneLineError, tempDir } from './run.ts';
+import { agentcard, expectOneLineError, tempDir } from '../../support/cli.ts';
 
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);

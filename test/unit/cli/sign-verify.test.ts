@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderV03, renderV1 } from '../../../operator/card/render.ts';
 import { serializeCard } from '../../../operator/card/serialize.ts';
 import { validateSpec } from '../../../operator/card/validate.ts';
-import { agentcard, expectOneLineError, repoRoot, tempDir } from './run.ts';
+import { agentcard, expectOneLineError, tempDir } from '../../support/cli.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);

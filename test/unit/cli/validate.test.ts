@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentcard, tempDir } from './run.ts';
+import { agentcard, tempDir } from '../../support/cli.ts';
 
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);

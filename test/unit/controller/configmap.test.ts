@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
-  configMapName,
   configMapNameProblem,
   configMapUpToDate,
   desiredConfigMap,
   digestOf,
   byteLength,
 } from '../../../operator/controller/configmap.ts';
+import { configMapName } from '../../../operator/api/names.ts';
 
 const owner = {
   apiVersion: 'agentcard.dev/v1alpha1',

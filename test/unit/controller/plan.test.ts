@@ -8,7 +8,7 @@ import {
   type SecretView,
 } from '../../../operator/controller/plan.ts';
 import { disabledVerdict } from '../../../operator/controller/probes.ts';
-import { sampleCard } from '../../support/sample-card.ts';
+import { sampleCard } from '../../support/cards.ts';
 
 const now = new Date('2030-01-01T00:00:00Z');
 const later = new Date('2030-01-01T00:10:00Z');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WorkQueue } from '../../../operator/controller/workqueue.ts';
-import { Backoff, backoffDelay } from '../../../operator/controller/backoff.ts';
+import { Backoff, backoffDelay } from '../../../operator/kube/backoff.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

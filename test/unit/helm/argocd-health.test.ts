@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { lauxlib, lua, lualib, to_luastring } from 'fengari';
 import { parse } from 'yaml';
-import { repoRoot } from './chart.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 function healthScript(): string {
   const readme = readFileSync(join(repoRoot, 'docs/install.md'), 'utf8');

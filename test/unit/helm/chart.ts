@@ -4,12 +4,11 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ensureTools, helmPath } from '../../support/tools.ts';
+import { repoRoot } from '../../support/paths.ts';
 
-export const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
 export const chartDir = join(repoRoot, 'helm', 'agentcard-operator');
 
 // The real helm 4 binary the control plane's tools module pins (unpacked on first use).

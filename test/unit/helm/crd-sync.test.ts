@@ -5,7 +5,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { chartDir, repoRoot } from './chart.ts';
+import { chartDir } from './chart.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 describe("the chart's CRD", () => {
   it('is byte for byte the generated crds/agentcard.dev_agentcards.yaml (run `npm run gen:crd`)', () => {

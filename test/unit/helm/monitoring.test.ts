@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parser } from '@prometheus-io/lezer-promql';
-import { render, repoRoot, type K8sObject } from './chart.ts';
+import { render, type K8sObject } from './chart.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 type Rule = { alert: string; expr: string };
 

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import * as barrel from '@kubernetes/client-node/dist/gen/index.js';
 import * as deps from '../../../operator/kube/client-node-config-deps.ts';
 import { BARREL_SPECIFIER } from '../../../operator/kube/slim-load.ts';
-import { tempDir } from '../cli/run.ts';
+import { tempDir } from '../../support/cli.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
 const configJs = createRequire(join(root, 'package.json')).resolve('@kubernetes/client-node/dist/config.js');

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobsFromManifest, parseDuration } from '../../../operator/cli/commands/probe.ts';
-import { type A2APeers, startA2APeers } from './support/a2a-peers.ts';
-import { type Impostor, okToEverything } from './support/impostors.ts';
+import { type A2APeers, startA2APeers } from '../../support/a2a-peers.ts';
+import { type Impostor, okToEverything } from '../../support/impostors.ts';
 
 const BIN = new URL('../../../bin/agentcard.js', import.meta.url).pathname;
 

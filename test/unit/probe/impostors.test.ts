@@ -8,9 +8,9 @@ import type { Resolver } from '../../../operator/probe/connect.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
 import { probeInterface } from '../../../operator/probe/probe.ts';
 import type { ProbeTarget } from '../../../operator/probe/types.ts';
-import { type A2APeers, startA2APeers } from './support/a2a-peers.ts';
-import * as impostors from './support/impostors.ts';
-import type { Impostor } from './support/impostors.ts';
+import { type A2APeers, startA2APeers } from '../../support/a2a-peers.ts';
+import * as impostors from '../../support/impostors.ts';
+import type { Impostor } from '../../support/impostors.ts';
 
 const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
 const opts = { timeoutMs: 3000, policy };

@@ -7,8 +7,8 @@ import { createAddressPolicy } from '../../../operator/probe/policy.ts';
 import { probeInterface } from '../../../operator/probe/probe.ts';
 import type { Resolver } from '../../../operator/probe/connect.ts';
 import type { ProbeTarget } from '../../../operator/probe/types.ts';
-import { type A2APeers, startA2APeers, startH2JsonRpcPeer } from './support/a2a-peers.ts';
-import { type TestCa, createTestCa } from './support/certs.ts';
+import { type A2APeers, startA2APeers, startH2JsonRpcPeer } from '../../support/a2a-peers.ts';
+import { type TestCa, createTestCa } from '../../support/tls-certs.ts';
 
 const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
 const opts = { timeoutMs: 5000, policy };

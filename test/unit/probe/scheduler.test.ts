@@ -13,8 +13,8 @@ import {
   type Condition,
 } from '../../../operator/probe/status.ts';
 import type { ProbeResult, ProbeTarget } from '../../../operator/probe/types.ts';
-import { type A2APeers, startA2APeers } from './support/a2a-peers.ts';
-import { type Impostor, silent } from './support/impostors.ts';
+import { type A2APeers, startA2APeers } from '../../support/a2a-peers.ts';
+import { type Impostor, silent } from '../../support/impostors.ts';
 
 const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
 let peers: A2APeers;

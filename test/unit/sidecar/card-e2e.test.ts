@@ -18,7 +18,7 @@ import { renderV03, renderV1 } from '../../../operator/card/render.ts';
 import { serializeCard } from '../../../operator/card/serialize.ts';
 import { importSigningKey, publicJwks, signCard } from '../../../operator/card/sign.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
-import { kubeletWrite, tempDir } from './fixtures.ts';
+import { kubeletWrite, tempDir } from '../../support/card-files.ts';
 import { spawnSidecar } from './spawn.ts';
 import type { Running } from './spawn.ts';
 

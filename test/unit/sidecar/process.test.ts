@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { Pool, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cardFiles, kubeletWrite, tempDir } from './fixtures.ts';
+import { cardFiles, kubeletWrite, tempDir } from '../../support/card-files.ts';
 import { BIN, spawnSidecar } from './spawn.ts';
 import type { Running } from './spawn.ts';
 

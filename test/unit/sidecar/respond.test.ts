@@ -3,7 +3,7 @@ import { answer, etagListMatches } from '../../../operator/sidecar/respond.ts';
 import type { RequestLine } from '../../../operator/sidecar/respond.ts';
 import { prepareVersion } from '../../../operator/sidecar/version.ts';
 import type { CardVersion } from '../../../operator/sidecar/version.ts';
-import { cardFiles } from './fixtures.ts';
+import { cardFiles } from '../../support/card-files.ts';
 
 const MTIME = Date.UTC(2025, 10, 30, 1, 2, 3);
 const CARD = '/.well-known/agent-card.json';

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../operator/log.ts';
 import { startSidecar } from '../../../operator/sidecar/server.ts';
 import type { Sidecar } from '../../../operator/sidecar/server.ts';
-import { cardFiles, cardJson, kubeletWrite, tempDir } from './fixtures.ts';
+import { cardFiles, cardJson, kubeletWrite, tempDir } from '../../support/card-files.ts';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readSnapshot, watchDirectory } from '../../../operator/sidecar/source.ts';
 import type { DirectoryWatch, Snapshot } from '../../../operator/sidecar/source.ts';
-import { cardFiles, kubeletWrite, tempDir } from './fixtures.ts';
+import { cardFiles, kubeletWrite, tempDir } from '../../support/card-files.ts';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkAgentCard, checkJwks, checkLegacyCard } from '../../../operator/sidecar/check.ts';
 import { prepareVersion } from '../../../operator/sidecar/version.ts';
 import type { FileContent } from '../../../operator/sidecar/version.ts';
-import { cardFiles, cardJson } from './fixtures.ts';
+import { cardFiles, cardJson } from '../../support/card-files.ts';
 
 const MTIME = Date.UTC(2026, 10, 30, 1, 2, 3, 456);
 

@@ -2,13 +2,12 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
   CARD_VOLUME,
-  INJECT_ANNOTATION,
-  SIDECAR_CONTAINER,
   decide,
   parseReview,
   review,
   useNativeSidecar,
 } from '../../../operator/webhook/mutate.ts';
+import { INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../../../operator/api/names.ts';
 import type { InjectionConfig, JsonPatchOp } from '../../../operator/webhook/mutate.ts';
 
 const cfg = (over: Partial<InjectionConfig> = {}): InjectionConfig => ({

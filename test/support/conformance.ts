@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { sharedPath } from './fixtures.ts';
+import { fixturePath } from './paths.ts';
 
 const GOOGLE = new Set(['Struct', 'Timestamp', 'Value']);
 const schemaId = (title: string) =>
@@ -15,7 +15,7 @@ const schemaId = (title: string) =>
     : `lf.a2a.v1.${title.replace(/ /g, '')}.jsonschema.json`;
 
 export function agentCardValidator() {
-  const bundle = JSON.parse(readFileSync(sharedPath('conformance/a2a.schema.json'), 'utf8')) as {
+  const bundle = JSON.parse(readFileSync(fixturePath('conformance/a2a.schema.json'), 'utf8')) as {
     definitions: Record<string, Record<string, unknown>>;
   };
   const ajv = new Ajv2020({ strict: false, allErrors: true });

@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decide,
-  microTime,
-  nextRecord,
-  releasedRecord,
-  sameRecord,
-} from '../../../operator/controller/leader.ts';
+import { decide, microTime, nextRecord, releasedRecord, sameRecord } from '../../../operator/kube/leader.ts';
 
 describe('lease decisions', () => {
   const held = {

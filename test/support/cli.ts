@@ -3,10 +3,9 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { repoRoot } from './paths.ts';
 
-export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const node = join(repoRoot, 'node_modules/.bin/node');
 const bin = join(repoRoot, 'bin/agentcard.js');
 

@@ -4,7 +4,7 @@
  * was down starts without one). Pure: the controller passes the Pods of the card's namespace.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { INJECT_ANNOTATION, SIDECAR_CONTAINER } from './mutate.ts';
+import { INJECT_ANNOTATION, requestedCardName, SIDECAR_CONTAINER } from '../api/names.ts';
 
 export interface ServingSummary {
   podsRequesting: number;
@@ -17,11 +17,7 @@ export const MAX_MISSING = 20;
 
 /** The AgentCard name a Pod asks for in `namespace`, or undefined (same rule as the webhook). */
 export function requestedCard(pod: V1Pod, namespace: string): string | undefined {
-  const value = pod.metadata?.annotations?.[INJECT_ANNOTATION]?.trim();
-  if (!value) return undefined;
-  const slash = value.indexOf('/');
-  if (slash < 0) return value;
-  return value.slice(0, slash) === namespace ? value.slice(slash + 1) : undefined;
+  return requestedCardName(pod.metadata?.annotations?.[INJECT_ANNOTATION], namespace);
 }
 
 export function hasSidecar(pod: V1Pod): boolean {

@@ -1,12 +1,6 @@
-/** Cards shared by the card-engine tests, and paths of the shared conformance data. */
+/** Cards shared by the tests, and the vendored signing vectors (test/fixtures/conformance). */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-
-/** The repository root. */
-export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-/** A path in the shared data that sits next to the checkout (../shared). */
-export const sharedPath = (rel: string): string =>
-  fileURLToPath(new URL(`../../../../shared/${rel}`, import.meta.url));
+import { fixturePath } from './paths.ts';
 
 /** A small valid card with no empty values. */
 export function minimalCard(): Record<string, unknown> {
@@ -154,34 +148,19 @@ export function fullCard(): Record<string, unknown> {
   };
 }
 
-/** The customer-support card of seed 002 (the benchmark card), extracted from the seed text. */
-export function seedCard(): Record<string, unknown> {
-  const text = readFileSync(sharedPath('seeds/002_c297d45a81eee8e4.txt'), 'utf8');
-  return extractJsonObject(text, '"name": "Klantenondersteuningsagent"');
-}
-
-/** The JSON object in `text` that contains `marker` (brace matching from the `{` before it). */
-export function extractJsonObject(text: string, marker: string): Record<string, unknown> {
-  const at = text.indexOf(marker);
-  if (at < 0) throw new Error(`marker not found: ${marker}`);
-  const start = text.lastIndexOf('{', at);
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === '\\') i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === '{') depth++;
-    else if (c === '}' && --depth === 0)
-      return JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>;
-  }
-  throw new Error('unbalanced JSON object');
+/**
+ * A realistic customer-support card (the card benchmark's input). It still carries the pre-1.0
+ * `security` field, which the input schema tolerates and the linter reports.
+ */
+export function customerSupportCard(): Record<string, unknown> {
+  return JSON.parse(readFileSync(fixturePath('cards/customer-support.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
 }
 
 export const vectors = () =>
-  JSON.parse(readFileSync(sharedPath('conformance/card-signing-vectors.json'), 'utf8')) as {
+  JSON.parse(readFileSync(fixturePath('conformance/card-signing-vectors.json'), 'utf8')) as {
     public_jwk: Record<string, string>;
     private_jwk: Record<string, string>;
     canonicalization_cases: {
@@ -199,3 +178,22 @@ export const vectors = () =>
       signature: string;
     }[];
   };
+
+/** The A2A 1.0 card (spec.card) most controller tests publish: one JSON-RPC interface, one skill. */
+export function sampleCard(version = '1.0.0', extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'Weather Agent',
+    description: 'Answers questions about the weather forecast for a city.',
+    version,
+    supportedInterfaces: [
+      { url: 'https://weather.example.com/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      { id: 'forecast', name: 'Forecast', description: 'Gives the forecast for a city', tags: ['weather'] },
+    ],
+    ...extra,
+  };
+}

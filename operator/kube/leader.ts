@@ -10,7 +10,7 @@
  * Writes use the Lease's resourceVersion, so two candidates can never both win the same round.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeApiError, isConflict } from '../kube/errors.ts';
+import { describeApiError, isConflict } from './errors.ts';
 import type { Logger } from '../log.ts';
 
 export interface LeaseRecord {

@@ -13,11 +13,11 @@ import { KubeClient } from '../kube/client.ts';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
-import { Controller } from './controller.ts';
-import { startHealthServer } from './http.ts';
-import { DEFAULT_TIMING, LeaderElector } from './leader.ts';
-import { ControllerMetrics } from './metrics.ts';
-import { noProbes, probeWiring, type ProbeHooks } from './probes.ts';
+import { Controller } from '../controller/controller.ts';
+import { startHealthServer } from './health-server.ts';
+import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
+import { ControllerMetrics } from '../controller/metrics.ts';
+import { noProbes, probeWiring, type ProbeHooks } from '../controller/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
 
 export interface OperatorConfig {

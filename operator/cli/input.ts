@@ -7,11 +7,12 @@ import { open } from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseAllDocuments, parseDocument } from 'yaml';
 import { UserError } from '../errors.ts';
-import { formatProblem, type Problem } from './problem.ts';
-import { API_VERSION, KIND, type AgentCardSpec } from './resource.ts';
-import type { AgentCard } from './schema.ts';
-import { serializeCard } from './serialize.ts';
-import { validateCard, validateResource } from './validate.ts';
+import { formatProblem, type Problem } from '../card/problem.ts';
+import { type AgentCardSpec } from '../card/resource.ts';
+import { API_VERSION, KIND } from '../api/names.ts';
+import type { AgentCard } from '../card/schema.ts';
+import { serializeCard } from '../card/serialize.ts';
+import { validateCard, validateResource } from '../card/validate.ts';
 
 /** Manifests and cards: a 1 MiB card is already refused by clients; allow a few per file. */
 export const MAX_INPUT_BYTES = 4 * 1024 * 1024;

@@ -4,18 +4,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { CRD_FILE } from '../../operator/card/crd.ts';
-import { GROUP, PLURAL, VERSION } from '../../operator/card/resource.ts';
+import { GROUP, PLURAL, VERSION } from '../../operator/api/names.ts';
 import { parseOperatorFlags } from '../../operator/cli/commands/operator.ts';
-import { runOperator } from '../../operator/controller/main.ts';
+import { runOperator } from '../../operator/manager/manager.ts';
 import { createLogger } from '../../operator/log.ts';
-import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
-import { kubeconfigPath } from '../support/cluster.ts';
+import { applyYaml, waitForCrdEstablished } from './apply.ts';
+import { kubeconfigPath } from './cluster.ts';
+import { repoRoot } from './paths.ts';
 
-export const repoRoot = resolve(import.meta.dirname, '..', '..');
 export const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -54,7 +54,7 @@ export async function installCrd(kc: KubeConfig): Promise<void> {
   await waitForCrdEstablished(`${PLURAL}.${GROUP}`, 30_000, kc);
 }
 
-export { sampleCard } from '../support/sample-card.ts';
+export { sampleCard } from './cards.ts';
 
 export function agentCard(
   namespace: string,

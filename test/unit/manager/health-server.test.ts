@@ -1,6 +1,6 @@
 import { Registry, Counter } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHealthServer, type HealthServer } from '../../../operator/controller/http.ts';
+import { startHealthServer, type HealthServer } from '../../../operator/manager/health-server.ts';
 
 let srv: HealthServer | undefined;
 afterEach(async () => {

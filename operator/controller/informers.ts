@@ -1,0 +1,62 @@
+/**
+ * The caches the controller reads, one set per watched namespace ('' = all namespaces):
+ * AgentCards, the ConfigMaps it owns (by label), signing-key Secrets (by label: unlabelled
+ * Secrets are read with a direct GET), and Pods trimmed to what status.serving needs.
+ */
+import type { KubernetesObject, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { GROUP, OWNED_SELECTOR, PLURAL, SIGNING_KEY_LABEL, VERSION } from '../api/names.ts';
+import { collectionPath } from '../kube/api.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import type { Logger } from '../log.ts';
+import type { AgentCardObject } from './plan.ts';
+import { trimPod } from './pod-index.ts';
+
+export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
+
+export interface Informers {
+  cards: ResilientInformer<AgentCardObject & KubernetesObject>;
+  configMaps: ResilientInformer<V1ConfigMap>;
+  secrets: ResilientInformer<V1Secret>;
+  pods: ResilientInformer<V1Pod>;
+}
+
+export function createInformers(client: KubeClient, log: Logger, namespace: string | undefined): Informers {
+  const scope = namespace ?? '*';
+  return {
+    cards: new ResilientInformer<AgentCardObject & KubernetesObject>({
+      name: `agentcards/${scope}`,
+      client,
+      path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
+      log,
+    }),
+    configMaps: new ResilientInformer<V1ConfigMap>({
+      name: `configmaps/${scope}`,
+      client,
+      path: collectionPath('/api/v1', 'configmaps', namespace),
+      labelSelector: OWNED_SELECTOR,
+      log,
+    }),
+    secrets: new ResilientInformer<V1Secret>({
+      name: `secrets/${scope}`,
+      client,
+      path: collectionPath('/api/v1', 'secrets', namespace),
+      labelSelector: SIGNING_KEY_SELECTOR,
+      log,
+    }),
+    pods: new ResilientInformer<V1Pod>({
+      name: `pods/${scope}`,
+      client,
+      path: collectionPath('/api/v1', 'pods', namespace),
+      log,
+      trim: trimPod,
+    }),
+  };
+}
+
+/** Every informer of every scope, for start, stop and sync checks. */
+export function allInformers(scopes: Iterable<Informers>): Array<ResilientInformer<KubernetesObject>> {
+  return [...scopes].flatMap((i) => [i.cards, i.configMaps, i.secrets, i.pods]) as Array<
+    ResilientInformer<KubernetesObject>
+  >;
+}
