@@ -7,7 +7,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { buildCrd } from './crd.ts';
-import { CATEGORIES, GROUP, KIND, PLURAL, SHORT_NAMES, VERSION } from './resource.ts';
+import { CATEGORIES, GROUP, KIND, PLURAL, SHORT_NAMES, VERSION } from '../api/names.ts';
 
 export const REFERENCE_FILE = 'docs/reference/api.md';
 

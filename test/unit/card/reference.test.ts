@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- the tests walk the CRD schema as loose JSON */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildCrd } from '../../../operator/card/crd.ts';
 import {
@@ -8,7 +9,7 @@ import {
   referenceMarkdown,
   slug,
 } from '../../../operator/card/reference.ts';
-import { repoRoot } from './fixtures.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 type Node = Record<string, any>;
 
@@ -39,7 +40,7 @@ function sections(markdown: string): Map<string, string[]> {
 
 describe('the API reference', () => {
   it(`${REFERENCE_FILE} is up to date (run npm run gen:docs)`, async () => {
-    expect(readFileSync(`${repoRoot}${REFERENCE_FILE}`, 'utf8')).toBe(await formattedReference());
+    expect(readFileSync(join(repoRoot, REFERENCE_FILE), 'utf8')).toBe(await formattedReference());
   });
 
   it('has one row for every field of spec and status, in the section of its parent', () => {

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot } from '../card/fixtures.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 const commandsDir = join(repoRoot, 'operator/cli/commands');
 

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { slug } from '../../../operator/card/reference.ts';
-import { repoRoot } from '../card/fixtures.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 /**
  * Documents the README links to for features whose code and docs are being merged separately;

@@ -4,10 +4,10 @@
  * in operator/ (conditions, Events, probe verdicts), and the probe's verdict vocabulary.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROBE_REASONS } from '../../../operator/probe/types.ts';
-import { repoRoot } from '../card/fixtures.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 /** A reason: CamelCase, one word (messages and sentences have spaces). */
 const CAMEL = /^[A-Z](?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]*$/;
@@ -32,7 +32,7 @@ function codeReasons(): Map<string, string> {
   const where = new Map<string, string>();
   for (const file of sources(join(repoRoot, 'operator'))) {
     for (const reason of reasonsIn(readFileSync(file, 'utf8'))) {
-      if (!where.has(reason)) where.set(reason, file.slice(repoRoot.length));
+      if (!where.has(reason)) where.set(reason, relative(repoRoot, file));
     }
   }
   for (const reason of PROBE_REASONS) if (!where.has(reason)) where.set(reason, 'operator/probe/types.ts');
