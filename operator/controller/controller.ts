@@ -44,7 +44,8 @@ import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
 import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import { WorkQueue } from './workqueue.ts';
+import { WorkQueue, type QueueGate } from './workqueue.ts';
+import { isOutage } from '../kube/health.ts';
 import { WriteOverlay } from './write-overlay.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
@@ -59,6 +60,8 @@ export interface ControllerOptions {
   metrics: ControllerMetrics;
   events: EventRecorder;
   probes: ProbeHooks;
+  /** Holds the work queue while the API server is away (kube/health.ts); none: never held. */
+  gate?: QueueGate;
 }
 
 export class Controller {
@@ -87,6 +90,7 @@ export class Controller {
     this.log = opts.log;
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency,
+      gate: opts.gate,
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       onError: (key, err, retryInMs) => {
         const [namespace, name] = splitKey(key);
@@ -100,6 +104,11 @@ export class Controller {
     });
     const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
     for (const ns of scopes) this.informers.set(ns, this.makeInformers(ns || undefined));
+    // The API server answers again: watches waiting out their backoff resume now, so the caches
+    // catch up with what changed during the outage before the queue works from them.
+    opts.gate?.onRecover(() => {
+      for (const informer of this.all()) informer.retryNow();
+    });
   }
 
   private makeInformers(namespace: string | undefined): Informers {
@@ -313,6 +322,9 @@ export class Controller {
         delete stored.metadata?.managedFields;
         this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
+        // The API server is away: a status write would fail the same way. Retry the whole
+        // reconcile once it answers (the work queue holds until then).
+        if (isOutage(err)) throw err;
         publishError = err;
         log.warn('publishing the ConfigMap failed', { configMap: cmName, error: describeApiError(err) });
         plan = await planReconcile({ ...input, publishError: describeApiError(err) });

@@ -5,7 +5,10 @@
  *   processed once more after the current run ends;
  * - at most `concurrency` keys are processed at the same time;
  * - a failed key is retried after a per-key exponential backoff (capped); success forgets it;
- * - shutdown stops taking work and waits for the runs in flight.
+ * - shutdown stops taking work and waits for the runs in flight;
+ * - an optional gate (kube/health.ts's circuit breaker) holds every key while the API server is
+ *   away, then lets one through as a probe, so an outage costs a few failed writes rather than
+ *   one per key and retry.
  */
 import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
 
@@ -13,8 +16,19 @@ import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
 export type HandlerResult = void | { requeueAfterMs?: number };
 export type Handler = (key: string) => Promise<HandlerResult>;
 
+/** What the queue asks before starting work (kube/health.ts's ApiHealth is one). */
+export interface QueueGate {
+  /** How many runs may be in flight now, given the configured concurrency. */
+  limit(concurrency: number): number;
+  /** Milliseconds until the limit may rise again (0: it rises when a run ends or on recovery). */
+  waitMs(): number;
+  /** Calls `listener` when the gate opens fully. */
+  onRecover(listener: () => void): void;
+}
+
 export interface WorkQueueOptions {
   concurrency: number;
+  gate?: QueueGate;
   backoff?: BackoffOptions;
   /** Called with the number of queued (not yet started) keys whenever it changes. */
   onDepth?: (depth: number) => void;
@@ -44,6 +58,9 @@ export class WorkQueue {
   private readonly inFlight = new Set<Promise<void>>();
   private idleWaiters: Array<() => void> = [];
   private resyncTimer: NodeJS.Timeout | undefined;
+  private readonly gate: QueueGate | undefined;
+  /** A pump scheduled for when the gate's wait ends. */
+  private gateTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private lastDepth = 0;
 
@@ -56,6 +73,8 @@ export class WorkQueue {
     this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.onDepth = opts.onDepth ?? (() => {});
     this.onError = opts.onError ?? (() => {});
+    this.gate = opts.gate;
+    this.gate?.onRecover(() => this.pump());
   }
 
   /** Queues a key now. Ignored after shutdown started. */
@@ -130,6 +149,8 @@ export class WorkQueue {
   async shutdown(): Promise<void> {
     this.stopping = true;
     this.stopResync();
+    if (this.gateTimer) clearTimeout(this.gateTimer);
+    this.gateTimer = undefined;
     for (const { timer } of this.delayed.values()) clearTimeout(timer);
     this.delayed.clear();
     this.queued.clear();
@@ -143,11 +164,13 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.stopping && this.processing.size < this.concurrency && this.queued.size > 0) {
+    const limit = this.gate ? this.gate.limit(this.concurrency) : this.concurrency;
+    while (!this.stopping && this.processing.size < limit && this.queued.size > 0) {
       const key = this.queued.values().next().value as string;
       this.queued.delete(key);
       this.start(key);
     }
+    if (limit === 0 && this.queued.size > 0 && !this.stopping) this.pumpAfterGate();
     this.reportDepth();
     this.notifyIdle();
   }
@@ -181,6 +204,19 @@ export class WorkQueue {
       this.onError(key, err, delay);
       this.addAfter(key, delay);
     }
+  }
+
+  /** Pumps again when the gate's wait is over (one timer at a time). */
+  private pumpAfterGate(): void {
+    if (this.gateTimer) return;
+    this.gateTimer = setTimeout(
+      () => {
+        this.gateTimer = undefined;
+        this.pump();
+      },
+      Math.max(1, this.gate!.waitMs()),
+    );
+    this.gateTimer.unref();
   }
 
   private reportDepth(): void {

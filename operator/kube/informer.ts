@@ -105,6 +105,17 @@ export class ResilientInformer<T extends KubernetesObject> {
     }
   }
 
+  /**
+   * Restarts at once if waiting out a backoff after an error (the caller knows the API server
+   * answers again); otherwise does nothing.
+   */
+  retryNow(): void {
+    if (!this.restartTimer || this.stopped) return;
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    void this.attempt();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
