@@ -29,6 +29,9 @@ export interface RelayRequest {
   path: string;
   /** 'pass' when forwarded, else the status the relay answered, or 'hang'. */
   outcome: 'pass' | 'hang' | number;
+  /** Forwarded: the API server's status, and whether its answer carried a 410 Gone (a watch sends it as an ERROR event). */
+  upstreamStatus?: number;
+  gone?: boolean;
 }
 
 export class ApiRelay {
@@ -41,7 +44,10 @@ export class ApiRelay {
   private readonly tls: { ca: Buffer; cert: Buffer; key: Buffer };
   private readonly held = new Set<ServerResponse>();
   private readonly sockets = new Set<Socket>();
-  private readonly streams = new Set<IncomingMessage>();
+  /** Answers being relayed now (watch streams, mostly), with the client's response. */
+  private readonly streams = new Map<IncomingMessage, ServerResponse>();
+  /** Streams stalled by 'hang': nothing more reaches the client, the connection stays open. */
+  private readonly stalled = new Map<IncomingMessage, ServerResponse>();
 
   private constructor(server: Server, upstream: string, pkiDir: string) {
     this.server = server;
@@ -75,17 +81,34 @@ export class ApiRelay {
   }
 
   /**
-   * Switches behaviour for new requests. Leaving 'hang' releases the held requests with a reset
-   * (as a partition that heals leaves the old connections dead). Entering 'hang' or 'fail' also
-   * cuts the running watch streams, so every client has to come back through the new mode.
+   * Switches behaviour. 'hang' also stalls the running streams (no byte more reaches the client,
+   * the connection stays open, as in a partition that drops packets); 'fail' ends them, so every
+   * client comes back through the new mode. Leaving 'hang' resets the held requests and stalled
+   * streams (as a partition that heals finds the old connections closed on the server's side).
    */
   setMode(mode: RelayMode): void {
     const previous = this.mode;
     this.mode = mode;
-    if (mode.kind !== 'pass') for (const stream of this.streams) stream.destroy();
+    if (mode.kind === 'hang') {
+      for (const [answer, res] of this.streams) {
+        answer.unpipe(res);
+        answer.pause();
+        this.stalled.set(answer, res);
+      }
+    } else if (mode.kind === 'fail') {
+      for (const [answer, res] of this.streams) {
+        answer.destroy();
+        res.destroy();
+      }
+    }
     if (previous.kind === 'hang' && mode.kind !== 'hang') {
       for (const res of this.held) res.socket?.destroy();
       this.held.clear();
+      for (const [answer, res] of this.stalled) {
+        answer.destroy();
+        res.socket?.destroy();
+      }
+      this.stalled.clear();
     }
   }
 
@@ -106,7 +129,7 @@ export class ApiRelay {
 
   async close(): Promise<void> {
     for (const res of this.held) res.socket?.destroy();
-    for (const stream of this.streams) stream.destroy();
+    for (const [answer] of this.streams) answer.destroy();
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -155,8 +178,16 @@ export class ApiRelay {
         ...this.tls,
       },
       (answer) => {
-        this.streams.add(answer);
-        answer.once('close', () => this.streams.delete(answer));
+        record.upstreamStatus = answer.statusCode;
+        if (answer.statusCode === 410) record.gone = true;
+        this.streams.set(answer, res);
+        answer.once('close', () => {
+          this.streams.delete(answer);
+          this.stalled.delete(answer);
+        });
+        answer.on('data', (chunk: Buffer) => {
+          if (!record.gone && chunk.includes('"code":410')) record.gone = true;
+        });
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
         answer.once('error', () => res.destroy());
