@@ -4,8 +4,9 @@
  * direct GET), plans (plan.ts) and writes only what changed (server-side apply).
  *
  * What triggers a reconcile:
- * - an AgentCard is added, or its metadata.generation changes (spec edits), never a status-only
- *   update, so the controller's own status writes cause no loop;
+ * - an AgentCard is added, or its metadata.generation changes (spec edits), or someone else
+ *   edits the controller-owned status (corrected at once); never the echo of the controller's
+ *   own status write, so its writes cause no loop;
  * - an owned ConfigMap changes or disappears (not the echo of the controller's own apply);
  * - a Secret labelled agentcard.dev/signing-key=true that an AgentCard references changes;
  * - a probe verdict changes (probe wiring);
@@ -17,6 +18,7 @@
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
  */
+import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
 import {
   API_VERSION,
@@ -43,12 +45,19 @@ import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
-import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
+import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue, type QueueGate } from './workqueue.ts';
 import { isOutage } from '../kube/health.ts';
 import { WriteOverlay } from './write-overlay.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+
+/** A short digest of the controller-owned part of a status (order of keys does not matter). */
+function statusDigest(status: unknown): string {
+  return createHash('sha256')
+    .update(canonicalJson(ownedStatus(status)))
+    .digest('base64');
+}
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -73,6 +82,12 @@ export class Controller {
   private readonly secretIndex = new SecretIndex();
   private readonly seenGeneration = new Map<string, number>();
   private readonly seenSecretVersion = new Map<string, string>();
+  /**
+   * A digest of the controller-owned status each card should have (what the last reconcile
+   * planned), so that a status someone else edits is noticed and corrected at once, not at the
+   * next resync: a status-only update does not change metadata.generation.
+   */
+  private readonly plannedStatus = new Map<string, string>();
   private readonly cardOverlay = new WriteOverlay<AgentCardObject & KubernetesObject>();
   private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
   /**
@@ -188,9 +203,20 @@ export class Controller {
       referencedSecretNames(obj.spec).map((s) => objectKey(namespace, s)),
     );
     const generation = obj.metadata.generation ?? 0;
-    const changed = added || this.seenGeneration.get(key) !== generation || !!obj.metadata.deletionTimestamp;
+    const changed =
+      added ||
+      this.seenGeneration.get(key) !== generation ||
+      !!obj.metadata.deletionTimestamp ||
+      this.statusEditedByOthers(key, obj);
     this.seenGeneration.set(key, generation);
     if (changed) this.enqueue(key);
+  }
+
+  /** Whether an update shows a controller-owned status other than the one last planned. */
+  private statusEditedByOthers(key: string, obj: AgentCardObject): boolean {
+    const planned = this.plannedStatus.get(key);
+    if (planned === undefined || this.cardOverlay.isOwnEcho(key, obj.metadata.resourceVersion)) return false;
+    return statusDigest(obj.status) !== planned;
   }
 
   private onCardDeleted(obj: AgentCardObject): void {
@@ -198,6 +224,7 @@ export class Controller {
     const key = objectKey(namespace, name);
     this.secretIndex.delete(key);
     this.seenGeneration.delete(key);
+    this.plannedStatus.delete(key);
     this.cardOverlay.forget(key);
     this.configMapOverlay.forget(objectKey(namespace, configMapName(name)));
     this.opts.metrics.forgetCard(namespace, name);
@@ -333,6 +360,8 @@ export class Controller {
       }
     }
 
+    // Recorded before the write, so that its watch echo (which may beat the response) matches.
+    this.plannedStatus.set(key, statusDigest(plan.status));
     if (plan.statusChanged) {
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'status' });
