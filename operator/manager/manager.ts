@@ -50,6 +50,9 @@ export interface OperatorConfig {
     config?: string;
     sidecarImage?: string;
     sidecarMode: 'auto' | 'native' | 'container';
+    sidecarServer?: 'node' | 'nginx';
+    nginxImage?: string;
+    trustForwardedHost?: boolean;
   };
   operatorNamespace?: string;
 }
@@ -114,6 +117,9 @@ export async function runOperator(
           operatorNamespace: flags.operatorNamespace ?? contextNamespace(kc) ?? 'default',
           sidecarImage: flags.webhook.sidecarImage,
           sidecarMode: flags.webhook.sidecarMode,
+          sidecarServer: flags.webhook.sidecarServer,
+          nginxImage: flags.webhook.nginxImage,
+          trustForwardedHost: flags.webhook.trustForwardedHost,
           logger: log,
           registry,
         }).catch((err: unknown) => {
