@@ -32,7 +32,9 @@ export function isOutage(err: unknown): boolean {
 
 function isNetworkError(err: Error): boolean {
   const code = (err as { code?: unknown }).code ?? (err.cause as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && (code.startsWith('E') || code.startsWith('UND_ERR'))) return true;
+  // System errors (ECONNREFUSED, ECONNRESET, ETIMEDOUT, EAI_AGAIN, ...) and undici's socket and
+  // timeout errors; not Node's own ERR_* codes, which are bugs or bad settings, not an outage.
+  if (typeof code === 'string' && /^(E(?!RR_)[A-Z_]+|UND_ERR_\w+)$/.test(code)) return true;
   return /socket|ECONNRE|EPIPE|ETIMEDOUT|other side closed|terminated/i.test(err.message);
 }
 

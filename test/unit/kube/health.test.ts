@@ -3,17 +3,21 @@ import { WorkQueue } from '../../../operator/controller/workqueue.ts';
 import { ApiError } from '../../../operator/kube/client.ts';
 import { ApiHealth, isOutage } from '../../../operator/kube/health.ts';
 
-const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+const refused = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
 
 describe('isOutage', () => {
   it('takes connection errors, 429 and 5xx as an outage, and nothing else', () => {
     expect(isOutage(refused())).toBe(true);
     expect(isOutage(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }))).toBe(true);
     for (const code of [429, 500, 502, 503, 504]) expect(isOutage(new ApiError(code, undefined))).toBe(true);
-    for (const code of [400, 403, 404, 409, 410, 422]) expect(isOutage(new ApiError(code, undefined))).toBe(false);
+    for (const code of [400, 403, 404, 409, 410, 422])
+      expect(isOutage(new ApiError(code, undefined))).toBe(false);
     expect(isOutage(Object.assign(new Error('aborted'), { name: 'AbortError' }))).toBe(false);
     expect(isOutage(new Error("the API server's answer to GET /x is not JSON"))).toBe(false);
     expect(isOutage('a string')).toBe(false);
+    expect(isOutage(Object.assign(new TypeError('bad'), { code: 'ERR_INVALID_ARG_TYPE' }))).toBe(false);
+    expect(isOutage(Object.assign(new Error('getaddrinfo EAI_AGAIN'), { code: 'EAI_AGAIN' }))).toBe(true);
   });
 });
 
