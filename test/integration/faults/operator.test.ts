@@ -135,10 +135,13 @@ describe('faults: around the operator', () => {
       configMapWrites: after.configMaps - before.configMaps,
       statusWrites: after.status - before.status,
     });
-    // The lease (4 s) expires, the standby's next retry (0.5 s) takes it, then one reconcile round.
-    expect(tookOverMs).toBeLessThan(4_000 + 500 + 2_000);
+    // The lease (4 s) expires, the standby's next retry (0.5 s) takes it, then one reconcile
+    // round. 3 s of slack for two processes' scheduling on a loaded 2-core machine.
+    expect(tookOverMs).toBeLessThan(4_000 + 500 + 3_000);
     expect(convergedMs - tookOverMs).toBeLessThan(30_000);
-    // Writes the killed leader had in flight may be repeated once; nothing else is.
+    // Writes the killed leader had in flight (at most --concurrency 4) may be repeated once: the
+    // standby's cache may not hold yet a ConfigMap that landed just before the kill. Nothing else
+    // is written twice.
     expect(after.configMaps - before.configMaps).toBeGreaterThanOrEqual(100);
     expect(after.configMaps - before.configMaps).toBeLessThanOrEqual(100 + 4);
     standby.child.kill('SIGTERM');
