@@ -4,8 +4,9 @@
  * direct GET), plans (plan.ts) and writes only what changed (server-side apply).
  *
  * What triggers a reconcile:
- * - an AgentCard is added, or its metadata.generation changes (spec edits), never a status-only
- *   update, so the controller's own status writes cause no loop;
+ * - an AgentCard is added, or its metadata.generation changes (spec edits), or someone else
+ *   edits the controller-owned status (corrected at once); never the echo of the controller's
+ *   own status write, so its writes cause no loop;
  * - an owned ConfigMap changes or disappears (not the echo of the controller's own apply);
  * - a Secret that an AgentCard references appears, changes or goes, labelled or not (a
  *   metadata-only watch of all Secrets; labelled ones also have their data cached);
@@ -17,6 +18,7 @@
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
  */
+import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
 import {
   API_VERSION,
@@ -43,11 +45,19 @@ import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
-import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import { WorkQueue } from './workqueue.ts';
+import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
+import { WorkQueue, type QueueGate } from './workqueue.ts';
+import { isOutage } from '../kube/health.ts';
 import { WriteOverlay } from './write-overlay.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+
+/** A short digest of the controller-owned part of a status (order of keys does not matter). */
+function statusDigest(status: unknown): string {
+  return createHash('sha256')
+    .update(canonicalJson(ownedStatus(status)))
+    .digest('base64');
+}
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -59,6 +69,8 @@ export interface ControllerOptions {
   metrics: ControllerMetrics;
   events: EventRecorder;
   probes: ProbeHooks;
+  /** Holds the work queue while the API server is away (kube/health.ts); none: never held. */
+  gate?: QueueGate;
 }
 
 export class Controller {
@@ -70,6 +82,12 @@ export class Controller {
   private readonly secretIndex = new SecretIndex();
   private readonly seenGeneration = new Map<string, number>();
   private readonly seenSecretVersion = new Map<string, string>();
+  /**
+   * A digest of the controller-owned status each card should have (what the last reconcile
+   * planned), so that a status someone else edits is noticed and corrected at once, not at the
+   * next resync: a status-only update does not change metadata.generation.
+   */
+  private readonly plannedStatus = new Map<string, string>();
   private readonly cardOverlay = new WriteOverlay<AgentCardObject & KubernetesObject>();
   private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
   /**
@@ -87,6 +105,7 @@ export class Controller {
     this.log = opts.log;
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency,
+      gate: opts.gate,
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       onError: (key, err, retryInMs) => {
         const [namespace, name] = splitKey(key);
@@ -100,6 +119,11 @@ export class Controller {
     });
     const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
     for (const ns of scopes) this.informers.set(ns, this.makeInformers(ns || undefined));
+    // The API server answers again: watches waiting out their backoff resume now, so the caches
+    // catch up with what changed during the outage before the queue works from them.
+    opts.gate?.onRecover(() => {
+      for (const informer of this.all()) informer.retryNow();
+    });
   }
 
   private makeInformers(namespace: string | undefined): Informers {
@@ -193,9 +217,20 @@ export class Controller {
       referencedSecretNames(obj.spec).map((s) => objectKey(namespace, s)),
     );
     const generation = obj.metadata.generation ?? 0;
-    const changed = added || this.seenGeneration.get(key) !== generation || !!obj.metadata.deletionTimestamp;
+    const changed =
+      added ||
+      this.seenGeneration.get(key) !== generation ||
+      !!obj.metadata.deletionTimestamp ||
+      this.statusEditedByOthers(key, obj);
     this.seenGeneration.set(key, generation);
     if (changed) this.enqueue(key);
+  }
+
+  /** Whether an update shows a controller-owned status other than the one last planned. */
+  private statusEditedByOthers(key: string, obj: AgentCardObject): boolean {
+    const planned = this.plannedStatus.get(key);
+    if (planned === undefined || this.cardOverlay.isOwnEcho(key, obj.metadata.resourceVersion)) return false;
+    return statusDigest(obj.status) !== planned;
   }
 
   private onCardDeleted(obj: AgentCardObject): void {
@@ -203,6 +238,7 @@ export class Controller {
     const key = objectKey(namespace, name);
     this.secretIndex.delete(key);
     this.seenGeneration.delete(key);
+    this.plannedStatus.delete(key);
     this.cardOverlay.forget(key);
     this.configMapOverlay.forget(objectKey(namespace, configMapName(name)));
     this.opts.metrics.forgetCard(namespace, name);
@@ -331,6 +367,9 @@ export class Controller {
         delete stored.metadata?.managedFields;
         this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
+        // The API server is away: a status write would fail the same way. Retry the whole
+        // reconcile once it answers (the work queue holds until then).
+        if (isOutage(err)) throw err;
         // 422: the API server refuses the object itself; the same bytes would fail forever, so it
         // is reported and not retried (a spec change queues the card again). Anything else may
         // pass on a retry.
@@ -352,6 +391,8 @@ export class Controller {
       }
     }
 
+    // Recorded before the write, so that its watch echo (which may beat the response) matches.
+    this.plannedStatus.set(key, statusDigest(plan.status));
     if (plan.statusChanged) {
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'status' });

@@ -5,7 +5,10 @@
  *   processed once more after the current run ends;
  * - at most `concurrency` keys are processed at the same time;
  * - a failed key is retried after a per-key exponential backoff (capped); success forgets it;
- * - shutdown stops taking work and waits for the runs in flight.
+ * - shutdown stops taking work and waits for the runs in flight;
+ * - an optional gate (kube/health.ts's circuit breaker) holds every key while the API server is
+ *   away, then lets one through as a probe, so an outage costs a few failed writes rather than
+ *   one per key and retry.
  */
 import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
 import { systemClock, type Clock } from '../kube/clock.ts';
@@ -14,8 +17,19 @@ import { systemClock, type Clock } from '../kube/clock.ts';
 export type HandlerResult = void | { requeueAfterMs?: number };
 export type Handler = (key: string) => Promise<HandlerResult>;
 
+/** What the queue asks before starting work (kube/health.ts's ApiHealth is one). */
+export interface QueueGate {
+  /** How many runs may be in flight now, given the configured concurrency. */
+  limit(concurrency: number): number;
+  /** Milliseconds until the limit may rise again (0: it rises when a run ends or on recovery). */
+  waitMs(): number;
+  /** Calls `listener` when the gate opens fully. */
+  onRecover(listener: () => void): void;
+}
+
 export interface WorkQueueOptions {
   concurrency: number;
+  gate?: QueueGate;
   backoff?: BackoffOptions;
   /** Called with the number of queued (not yet started) keys whenever it changes. */
   onDepth?: (depth: number) => void;
@@ -48,6 +62,9 @@ export class WorkQueue {
   private idleWaiters: Array<() => void> = [];
   private readonly clock: Clock;
   private cancelResync: (() => void) | undefined;
+  private readonly gate: QueueGate | undefined;
+  /** Cancels the pump scheduled for when the gate's wait ends. */
+  private cancelGateTimer: (() => void) | undefined;
   private stopping = false;
   private lastDepth = 0;
 
@@ -61,6 +78,8 @@ export class WorkQueue {
     this.onDepth = opts.onDepth ?? (() => {});
     this.onError = opts.onError ?? (() => {});
     this.clock = opts.clock ?? systemClock;
+    this.gate = opts.gate;
+    this.gate?.onRecover(() => this.pump());
   }
 
   /** Queues a key now. Ignored after shutdown started. */
@@ -135,6 +154,8 @@ export class WorkQueue {
   async shutdown(): Promise<void> {
     this.stopping = true;
     this.stopResync();
+    this.cancelGateTimer?.();
+    this.cancelGateTimer = undefined;
     for (const { cancel } of this.delayed.values()) cancel();
     this.delayed.clear();
     this.queued.clear();
@@ -148,11 +169,13 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.stopping && this.processing.size < this.concurrency && this.queued.size > 0) {
+    const limit = this.gate ? this.gate.limit(this.concurrency) : this.concurrency;
+    while (!this.stopping && this.processing.size < limit && this.queued.size > 0) {
       const key = this.queued.values().next().value as string;
       this.queued.delete(key);
       this.start(key);
     }
+    if (limit === 0 && this.queued.size > 0 && !this.stopping) this.pumpAfterGate();
     this.reportDepth();
     this.notifyIdle();
   }
@@ -186,6 +209,15 @@ export class WorkQueue {
       this.onError(key, err, delay);
       this.addAfter(key, delay);
     }
+  }
+
+  /** Pumps again when the gate's wait is over (one timer at a time). */
+  private pumpAfterGate(): void {
+    if (this.cancelGateTimer) return;
+    this.cancelGateTimer = this.clock.setTimer(Math.max(1, this.gate!.waitMs()), () => {
+      this.cancelGateTimer = undefined;
+      this.pump();
+    });
   }
 
   private reportDepth(): void {

@@ -85,17 +85,28 @@ export function parseAnswer(text: string, method: string, path: string): unknown
   }
 }
 
+export interface KubeClientOptions {
+  /**
+   * Told the outcome of every request: called with no argument when the API server answered
+   * (any status), with the error otherwise or for a non-2xx answer. health.ts's ApiHealth
+   * turns this into a circuit breaker.
+   */
+  observe?: (err?: unknown) => void;
+}
+
 export class KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly server: string;
   private readonly authenticator: KubeAuthenticator;
+  private readonly observe: (err?: unknown) => void;
   private cachedAuth: { at: number; resolved: Promise<KubeAuth> } | undefined;
 
-  constructor(kubeConfig: KubeConfig) {
+  constructor(kubeConfig: KubeConfig, opts: KubeClientOptions = {}) {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the Kubernetes configuration has no current cluster');
     this.kubeConfig = kubeConfig;
     this.authenticator = new KubeAuthenticator(kubeConfig);
+    this.observe = opts.observe ?? (() => {});
     this.server = cluster.server.replace(/\/+$/, '');
   }
 
@@ -144,18 +155,31 @@ export class KubeClient {
       body = JSON.stringify(opts.body);
       headers['content-type'] = opts.contentType ?? CONTENT_TYPE.json;
     }
-    const res = await request(this.url(path, opts.query), {
-      method: method as Dispatcher.HttpMethod,
-      headers,
-      body,
-      dispatcher,
-      signal: opts.signal,
-      // A stuck request must not hold a reconcile (or the informer's list) for undici's default 5 min.
-      headersTimeout: REQUEST_TIMEOUT_MS,
-      bodyTimeout: REQUEST_TIMEOUT_MS,
-    });
-    const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300) throw new ApiError(res.statusCode, parseStatus(text));
+    let text: string;
+    let statusCode: number;
+    try {
+      const res = await request(this.url(path, opts.query), {
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        dispatcher,
+        signal: opts.signal,
+        // A stuck request must not hold a reconcile (or the informer's list) for undici's default 5 min.
+        headersTimeout: REQUEST_TIMEOUT_MS,
+        bodyTimeout: REQUEST_TIMEOUT_MS,
+      });
+      statusCode = res.statusCode;
+      text = await res.body.text();
+    } catch (err) {
+      this.observe(err);
+      throw err;
+    }
+    if (statusCode < 200 || statusCode >= 300) {
+      const err = new ApiError(statusCode, parseStatus(text));
+      this.observe(err);
+      throw err;
+    }
+    this.observe();
     return (text ? parseAnswer(text, method, path) : undefined) as T;
   }
 
@@ -173,26 +197,43 @@ export class KubeClient {
   ): Promise<void> {
     const { headers, dispatcher } = await this.auth();
     if (accept) headers.accept = accept;
-    const res = await request(this.url(path, { ...query, watch: 1 }), {
-      method: 'GET',
-      headers,
-      dispatcher,
-      signal,
-      bodyTimeout: (query.timeoutSeconds + 60) * 1000,
-    });
-    if (res.statusCode !== 200) throw new ApiError(res.statusCode, parseStatus(await res.body.text()));
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(this.url(path, { ...query, watch: 1 }), {
+        method: 'GET',
+        headers,
+        dispatcher,
+        signal,
+        bodyTimeout: (query.timeoutSeconds + 60) * 1000,
+      });
+    } catch (err) {
+      this.observe(err);
+      throw err;
+    }
+    if (res.statusCode !== 200) {
+      const err = new ApiError(res.statusCode, parseStatus(await res.body.text()));
+      this.observe(err);
+      throw err;
+    }
+    this.observe();
     res.body.setEncoding('utf8');
     let pending = '';
-    for await (const chunk of res.body as AsyncIterable<string>) {
-      pending += chunk;
-      let start = 0;
-      let end: number;
-      while ((end = pending.indexOf('\n', start)) >= 0) {
-        const line = pending.slice(start, end);
-        start = end + 1;
-        if (line.trim()) onEvent(parseAnswer(line, 'WATCH', path) as WatchEvent<T>);
+    try {
+      for await (const chunk of res.body as AsyncIterable<string>) {
+        pending += chunk;
+        let start = 0;
+        let end: number;
+        while ((end = pending.indexOf('\n', start)) >= 0) {
+          const line = pending.slice(start, end);
+          start = end + 1;
+          if (line.trim()) onEvent(parseAnswer(line, 'WATCH', path) as WatchEvent<T>);
+        }
+        pending = pending.slice(start);
       }
-      pending = pending.slice(start);
+    } catch (err) {
+      // A stream that breaks (the API server went away) is an outage; our own abort is not.
+      if (!signal.aborted) this.observe(err);
+      throw err;
     }
   }
 }

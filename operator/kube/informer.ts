@@ -112,6 +112,17 @@ export class ResilientInformer<T extends KubernetesObject> {
     }
   }
 
+  /**
+   * Restarts at once if waiting out a backoff after an error (the caller knows the API server
+   * answers again); otherwise does nothing.
+   */
+  retryNow(): void {
+    if (!this.cancelRestart || this.stopped) return;
+    this.cancelRestart();
+    this.cancelRestart = undefined;
+    void this.attempt();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.cancelRestart?.();

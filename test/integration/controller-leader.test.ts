@@ -225,12 +225,13 @@ describe('a leader whose connection to the API server hangs', () => {
       (await leases.readNamespacedLease({ namespace: ns.name, name: id }).catch(() => undefined))?.spec
         ?.holderIdentity ?? '';
 
-    const leader = spawnOperator(ns.name, [...flags, '--kubeconfig', relayed], {
-      POD_NAME: 'relayed-leader',
+    const leader = spawnOperator(ns.name, flags, {
+      kubeconfig: relayed,
+      env: { POD_NAME: 'relayed-leader' },
     });
     procs.push(leader);
     await waitFor('the relayed operator to lead', async () => (await holder()).startsWith('relayed-leader_'));
-    const standby = spawnOperator(ns.name, flags, { POD_NAME: 'direct-standby' });
+    const standby = spawnOperator(ns.name, flags, { env: { POD_NAME: 'direct-standby' } });
     procs.push(standby);
     await standby.metricsPort();
     await api.createCard(ns.name, 'hang-one', { card: sampleCard('1.0.0') });
