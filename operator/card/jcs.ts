@@ -18,9 +18,17 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
+/**
+ * The JCS form of a document without one member: how a detached signature's payload is made when
+ * the signature lives inside the document it signs (a card's `signatures`, a catalog's `signature`).
+ */
+export function canonicalWithout(doc: Record<string, unknown>, member: string): string {
+  if (!(member in doc)) return canonicalJson(doc);
+  const { [member]: _signature, ...unsigned } = doc;
+  return canonicalJson(unsigned);
+}
+
 /** The JWS payload of a card (spec section 8.4.1): its JCS form without the `signatures` member. */
 export function signingPayload(card: Record<string, unknown>): string {
-  if (!('signatures' in card)) return canonicalJson(card);
-  const { signatures: _signatures, ...unsigned } = card;
-  return canonicalJson(unsigned);
+  return canonicalWithout(card, 'signatures');
 }

@@ -95,6 +95,19 @@ async function verifyOne(
   return { kid, alg, ok: false, error: lastError };
 }
 
+/**
+ * Verifies one detached JWS (`{protected, signature}`) over a payload (canonical JSON text)
+ * against the trusted keys: the primitive behind verifyCard, shared with AI Catalog signatures.
+ */
+export async function verifyDetached(
+  entry: unknown,
+  payload: string,
+  jwks: JWKS,
+  opts: VerifyOptions = {},
+): Promise<SignatureResult> {
+  return verifyOne(entry, jose.base64url.encode(encoder.encode(payload)), jwks, opts);
+}
+
 /** Verifies the signatures of a card against a trusted JWKS; reports which kid verified. */
 export async function verifyCard(card: unknown, jwks: JWKS, opts: VerifyOptions = {}): Promise<VerifyResult> {
   if (!card || typeof card !== 'object' || Array.isArray(card)) {
