@@ -32,19 +32,32 @@ export function applyConfigMap(
   });
 }
 
-/** Server-side applies `body` (apiVersion, kind, metadata, status) on the status subresource. */
+/**
+ * Server-side applies `body` (apiVersion, kind, metadata, status) on the status subresource; an
+ * undefined namespace addresses a cluster-scoped object.
+ */
 export function applyStatus(
   client: KubeClient,
   ref: ResourceRef,
-  namespace: string,
+  namespace: string | undefined,
   name: string,
   body: Record<string, unknown>,
 ): Promise<KubernetesObject> {
-  return client.request(
-    'PATCH',
-    `/apis/${ref.group}/${ref.version}/namespaces/${seg(namespace)}/${ref.plural}/${seg(name)}/status`,
-    { query: APPLY, body, contentType: CONTENT_TYPE.apply },
-  );
+  const scope = namespace === undefined ? '' : `/namespaces/${seg(namespace)}`;
+  return client.request('PATCH', `/apis/${ref.group}/${ref.version}${scope}/${ref.plural}/${seg(name)}/status`, {
+    query: APPLY,
+    body,
+    contentType: CONTENT_TYPE.apply,
+  });
+}
+
+/** Deletes a ConfigMap; a ConfigMap already gone is not an error. */
+export async function deleteConfigMap(client: KubeClient, namespace: string, name: string): Promise<void> {
+  try {
+    await client.request('DELETE', `/api/v1/namespaces/${seg(namespace)}/configmaps/${seg(name)}`);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
 }
 
 /** GET one object; undefined when it does not exist (404). */

@@ -39,6 +39,10 @@ Probes:
   --probe-deny-cidr CIDR            never probe this range (repeatable; e.g. cluster ranges in public space)
   --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
                                     (default 10m; 0 = never: no status writes while nothing changes)
+Catalogs:
+  --no-catalogs                     do not reconcile AgentCatalogs and ClusterAgentCatalogs (default: on;
+                                    ClusterAgentCatalogs need every namespace watched and publish in
+                                    --operator-namespace)
 Webhook and sidecar injection:
   --webhook-port PORT               (default 9443; 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -125,6 +129,7 @@ export function parseOperatorFlags(
         'probe-concurrency': { type: 'string' },
         'probe-deny-cidr': { type: 'string', multiple: true },
         'probe-status-refresh': { type: 'string' },
+        catalogs: { type: 'boolean', default: true },
         'webhook-port': { type: 'string' },
         'webhook-cert-mode': { type: 'string' },
         'webhook-cert-dir': { type: 'string' },
@@ -178,6 +183,7 @@ export function parseOperatorFlags(
     probeDenyCidrs: cidrs('probe-deny-cidr', values['probe-deny-cidr']),
     probeStatusRefreshMs:
       duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
+    catalogs: values.catalogs ?? true,
     webhook: {
       port: integer('webhook-port', values['webhook-port'], 9443, 0, 65535),
       certMode,
