@@ -219,7 +219,7 @@ describe('validateSpec', () => {
       },
     });
     expect(errors(r).map((p) => `${p.path}: ${p.message}`)).toEqual([
-      'spec.probe.credentials[1].url: not the url of an interface in card.supportedInterfaces',
+      'spec.probe.credentials[1].url: not the url of an interface of card.supportedInterfaces or of an audience',
       'spec.signing.keys[1].kid: duplicate kid "k1"',
     ]);
   });
