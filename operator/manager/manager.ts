@@ -51,6 +51,9 @@ export interface OperatorConfig {
     config?: string;
     sidecarImage?: string;
     sidecarMode: 'auto' | 'native' | 'container';
+    sidecarServer?: 'node' | 'nginx';
+    nginxImage?: string;
+    trustForwardedHost?: boolean;
   };
   operatorNamespace?: string;
 }
@@ -107,6 +110,9 @@ export async function runOperator(
           operatorNamespace,
           sidecarImage: flags.webhook.sidecarImage,
           sidecarMode: flags.webhook.sidecarMode,
+          sidecarServer: flags.webhook.sidecarServer,
+          nginxImage: flags.webhook.nginxImage,
+          trustForwardedHost: flags.webhook.trustForwardedHost,
           logger: log,
           registry,
         }).catch((err: unknown) => {

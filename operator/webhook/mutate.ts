@@ -16,6 +16,7 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { CONFIGMAP_SUFFIX, configMapName, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../api/names.ts';
 import { SIDECAR_UID, sidecarEnv } from '../sidecar/runtime.ts';
+import { injectedNginxFiles, nginxContainer, nginxVolumes } from './nginx-container.ts';
 
 export const CARD_VOLUME = 'agentcard-card';
 export const CARD_DIR = '/etc/agentcard';
@@ -26,9 +27,19 @@ export const SIDECAR_PORT_NAME = 'agent-card';
 export type SidecarMode = 'auto' | 'native' | 'container';
 export const SIDECAR_MODES: readonly SidecarMode[] = ['auto', 'native', 'container'];
 
+/** What serves the card in the Pod: the agentcard sidecar (Node.js) or a stock nginx. */
+export type SidecarServer = 'node' | 'nginx';
+export const SIDECAR_SERVERS: readonly SidecarServer[] = ['node', 'nginx'];
+
 export interface InjectionConfig {
   sidecarImage: string;
   mode: SidecarMode;
+  /** Default `node`. */
+  server?: SidecarServer | undefined;
+  /** The nginx image (required for the nginx server). */
+  nginxImage?: string | undefined;
+  /** Select the card by X-Forwarded-Host (the proxy in front of the Pods is trusted to set it). */
+  trustForwardedHost?: boolean | undefined;
   /** The API server's version, for `auto` (native sidecars need 1.29 or newer). */
   serverVersion?: { major: string; minor: string } | undefined;
   operatorNamespace: string;
@@ -109,9 +120,32 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
     };
   }
 
+  const nginx = cfg.server === 'nginx';
+  const volumes = nginx ? nginxVolumes() : [];
+  const clashingVolume = volumes.find((v) => spec.volumes?.some((o) => o.name === v.name));
+  if (clashingVolume) {
+    return {
+      inject: false,
+      reason: `the Pod already has a volume named ${clashingVolume.name}`,
+      card,
+      warn: true,
+    };
+  }
+
   const native = useNativeSidecar(cfg.mode, cfg.serverVersion);
-  const container = sidecarContainer(cfg, native);
+  const container = nginx ? injectedNginxSidecar(cfg, native) : sidecarContainer(cfg, native);
   const patch: JsonPatchOp[] = [];
+  if (nginx) {
+    // The Pod has annotations: the inject annotation brought it here. `/` in a key is `~1`.
+    const files = injectedNginxFiles({
+      cardDir: CARD_DIR,
+      port: SIDECAR_PORT,
+      trustForwardedHost: cfg.trustForwardedHost ?? false,
+    });
+    for (const [annotation, text] of Object.entries(files)) {
+      patch.push({ op: 'add', path: `/metadata/annotations/${jsonPointerToken(annotation)}`, value: text });
+    }
+  }
   if (native) {
     // First among the init containers, so the card is served before anything else starts.
     if (spec.initContainers?.length)
@@ -120,12 +154,20 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
   } else {
     patch.push({ op: 'add', path: '/spec/containers/-', value: container });
   }
-  if (!existingVolume) {
-    const volume = cardVolume(card);
-    if (spec.volumes?.length) patch.push({ op: 'add', path: '/spec/volumes/-', value: volume });
-    else patch.push({ op: 'add', path: '/spec/volumes', value: [volume] });
+  const added = [...(existingVolume ? [] : [cardVolume(card)]), ...volumes];
+  if (added.length > 0) {
+    if (spec.volumes?.length) {
+      for (const volume of added) patch.push({ op: 'add', path: '/spec/volumes/-', value: volume });
+    } else {
+      patch.push({ op: 'add', path: '/spec/volumes', value: added });
+    }
   }
   return { inject: true, card, native, patch };
+}
+
+/** RFC 6901 section 3: `~` and `/` escaped in a JSON Pointer reference token. */
+function jsonPointerToken(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 export function cardVolume(card: string): V1Volume {
@@ -134,12 +176,34 @@ export function cardVolume(card: string): V1Volume {
   return { name: CARD_VOLUME, configMap: { name: configMapName(card), optional: true } };
 }
 
+function injectedNginxSidecar(cfg: InjectionConfig, native: boolean): V1Container {
+  if (!cfg.nginxImage) throw new Error('the nginx sidecar server needs an nginx image');
+  const container = nginxContainer({
+    name: SIDECAR_CONTAINER,
+    image: cfg.nginxImage,
+    imagePullPolicy: cfg.imagePullPolicy ?? 'IfNotPresent',
+    port: SIDECAR_PORT,
+    portName: SIDECAR_PORT_NAME,
+    cardVolume: CARD_VOLUME,
+    cardDir: CARD_DIR,
+  });
+  if (native) container.restartPolicy = 'Always';
+  return container;
+}
+
 export function sidecarContainer(cfg: InjectionConfig, native: boolean): V1Container {
   const container: V1Container = {
     name: SIDECAR_CONTAINER,
     image: cfg.sidecarImage,
     imagePullPolicy: cfg.imagePullPolicy ?? 'IfNotPresent',
-    args: ['sidecar', '--dir', CARD_DIR, '--port', String(SIDECAR_PORT)],
+    args: [
+      'sidecar',
+      '--dir',
+      CARD_DIR,
+      '--port',
+      String(SIDECAR_PORT),
+      ...(cfg.trustForwardedHost ? ['--trust-forwarded-host'] : []),
+    ],
     ports: [
       { name: SIDECAR_PORT_NAME, containerPort: SIDECAR_PORT, protocol: 'TCP' },
       { name: 'agent-card-mon', containerPort: SIDECAR_METRICS_PORT, protocol: 'TCP' },

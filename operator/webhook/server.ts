@@ -14,7 +14,7 @@ import type { Registry } from 'prom-client';
 import { UserError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { parseReview, review } from './mutate.ts';
-import type { InjectionConfig, SidecarMode } from './mutate.ts';
+import type { InjectionConfig, SidecarMode, SidecarServer } from './mutate.ts';
 import { directoryCertSource, selfSignedCertSource } from './tls.ts';
 import type { CertSource } from './tls.ts';
 import { serviceHosts } from './certs.ts';
@@ -41,6 +41,10 @@ export interface WebhookOptions {
   /** Required: the image of the injected sidecar. */
   sidecarImage: string | undefined;
   sidecarMode: SidecarMode;
+  /** What serves the card in the Pod (default node); nginx needs nginxImage. */
+  sidecarServer?: SidecarServer | undefined;
+  nginxImage?: string | undefined;
+  trustForwardedHost?: boolean | undefined;
   logger: Logger;
   registry: Registry;
   /** Extra certificate names (e.g. 127.0.0.1 for a URL-based clientConfig in tests). */
@@ -65,6 +69,8 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   const { logger } = opts;
   if (!opts.sidecarImage)
     throw new UserError('the admission webhook needs --sidecar-image (the image to inject)', 2);
+  if (opts.sidecarServer === 'nginx' && !opts.nginxImage)
+    throw new UserError('--sidecar-server nginx needs --sidecar-nginx-image', 2);
   if (opts.certMode === 'cert-manager' && !opts.certDir) {
     throw new UserError('--webhook-cert-mode cert-manager needs --webhook-cert-dir', 2);
   }
@@ -82,6 +88,9 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   const cfg: InjectionConfig = {
     sidecarImage: opts.sidecarImage,
     mode: opts.sidecarMode,
+    server: opts.sidecarServer ?? 'node',
+    nginxImage: opts.nginxImage,
+    trustForwardedHost: opts.trustForwardedHost ?? false,
     operatorNamespace: opts.operatorNamespace,
     serverVersion: undefined,
   };
@@ -186,7 +195,12 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
       this.set(Date.parse(new X509Certificate(certs.current().cert).validTo) / 1000);
     },
   });
-  log.info('webhook listening', { port, certMode: opts.certMode, sidecarMode: opts.sidecarMode });
+  log.info('webhook listening', {
+    port,
+    certMode: opts.certMode,
+    sidecarMode: opts.sidecarMode,
+    sidecarServer: cfg.server,
+  });
 
   return {
     port,

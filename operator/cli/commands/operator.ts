@@ -52,6 +52,9 @@ Webhook and sidecar injection:
   --webhook-config NAME             MutatingWebhookConfiguration whose caBundle is kept current
   --sidecar-image IMAGE             image of the injected sidecar
   --sidecar-mode MODE               auto | native | container (default auto)
+  --sidecar-server SERVER           node | nginx: what serves the card in the Pod (default node)
+  --sidecar-nginx-image IMAGE       the nginx image for --sidecar-server nginx
+  --trust-forwarded-host            select the card by X-Forwarded-Host (only behind a proxy that sets it)
   --operator-namespace NS           namespace the operator runs in (default: POD_NAMESPACE)
 `;
 
@@ -138,6 +141,9 @@ export function parseOperatorFlags(
         'webhook-config': { type: 'string' },
         'sidecar-image': { type: 'string' },
         'sidecar-mode': { type: 'string' },
+        'sidecar-server': { type: 'string' },
+        'sidecar-nginx-image': { type: 'string' },
+        'trust-forwarded-host': { type: 'boolean' },
         'operator-namespace': { type: 'string' },
       },
     }));
@@ -163,6 +169,10 @@ export function parseOperatorFlags(
   );
   if (certMode === 'cert-manager' && !values['webhook-cert-dir']) {
     throw new UserError('--webhook-cert-mode cert-manager needs --webhook-cert-dir', 2);
+  }
+  const sidecarServer = oneOf('sidecar-server', values['sidecar-server'], ['node', 'nginx'], 'node');
+  if (sidecarServer === 'nginx' && !values['sidecar-nginx-image']) {
+    throw new UserError('--sidecar-server nginx needs --sidecar-nginx-image', 2);
   }
   return {
     kubeconfig: values.kubeconfig,
@@ -193,6 +203,9 @@ export function parseOperatorFlags(
       config: values['webhook-config'],
       sidecarImage: values['sidecar-image'],
       sidecarMode: oneOf('sidecar-mode', values['sidecar-mode'], ['auto', 'native', 'container'], 'auto'),
+      sidecarServer,
+      ...(values['sidecar-nginx-image'] ? { nginxImage: values['sidecar-nginx-image'] } : {}),
+      ...(values['trust-forwarded-host'] ? { trustForwardedHost: true } : {}),
     },
     operatorNamespace: values['operator-namespace'] ?? (env.POD_NAMESPACE || undefined),
   };

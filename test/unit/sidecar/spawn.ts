@@ -15,10 +15,22 @@ export interface Running {
   exited: Promise<number | null>;
 }
 
-export async function spawnSidecar(dir: string): Promise<Running> {
+export async function spawnSidecar(dir: string, extraArgs: string[] = []): Promise<Running> {
   const child = spawn(
     process.execPath,
-    [BIN, 'sidecar', '--dir', dir, '--port', '0', '--metrics-port', '0', '--address', '127.0.0.1'],
+    [
+      BIN,
+      'sidecar',
+      '--dir',
+      dir,
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--address',
+      '127.0.0.1',
+      ...extraArgs,
+    ],
     { env: { ...process.env, NODE_OPTIONS: SIDECAR_NODE_OPTIONS }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
