@@ -103,7 +103,11 @@ export function previousEntries(documents: Iterable<string | undefined>): Map<st
   return out;
 }
 
-function stamped(entry: CatalogEntry, previous: ReadonlyMap<string, PreviousEntry>, now: string): CatalogEntry {
+function stamped(
+  entry: CatalogEntry,
+  previous: ReadonlyMap<string, PreviousEntry>,
+  now: string,
+): CatalogEntry {
   const prev = previous.get(entry.identifier);
   const updatedAt = prev && prev.fingerprint === entryFingerprint(entry) ? prev.updatedAt : now;
   return { ...entry, updatedAt };
@@ -144,7 +148,14 @@ function document(
   };
   return {
     catalog,
-    page: renderPage({ title: page.title, catalogUrl: page.catalogUrl, agents: facts, nested, signed: input.signed, subtitle: page.subtitle }),
+    page: renderPage({
+      title: page.title,
+      catalogUrl: page.catalogUrl,
+      agents: facts,
+      nested,
+      signed: input.signed,
+      subtitle: page.subtitle,
+    }),
   };
 }
 
@@ -171,7 +182,10 @@ export function buildCatalog(input: BuildInput): BuildResult {
   }
 
   for (let count = 2; count <= maxParts; count *= 2) {
-    const buckets = Array.from({ length: count }, () => ({ entries: [] as CatalogEntry[], facts: [] as AgentFacts[] }));
+    const buckets = Array.from({ length: count }, () => ({
+      entries: [] as CatalogEntry[],
+      facts: [] as AgentFacts[],
+    }));
     entries.forEach((entry, i) => {
       const b = buckets[bucketOf(entry.identifier, count)]!;
       b.entries.push(entry);

@@ -64,7 +64,10 @@ export function buildCatalogCrd(kind: CatalogKind): Record<string, unknown> {
                 : 'An AI Catalog (application/ai-catalog+json) of the AgentCards of its own namespace: built, signed and published by the operator, served at /.well-known/ai-catalog.json with an HTML page at /.',
               required: ['spec'],
               properties: {
-                apiVersion: { type: 'string', description: `APIVersion of this object (${GROUP}/${VERSION}).` },
+                apiVersion: {
+                  type: 'string',
+                  description: `APIVersion of this object (${GROUP}/${VERSION}).`,
+                },
                 kind: { type: 'string', description: `Kind of this object (${kind}).` },
                 metadata: { type: 'object' },
                 spec: toStructural(

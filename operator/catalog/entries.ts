@@ -14,6 +14,7 @@
  */
 import { A2A_AGENT_CARD_MEDIA_TYPE, WELL_KNOWN_AGENT_CARD_PATH, type CatalogEntry } from './document.ts';
 import { CARD_URL_ANNOTATION } from '../api/names.ts';
+import { DEFAULT_AUDIENCE } from '../card/audience.ts';
 
 /** What the catalog needs to know about one AgentCard, read from the cache. */
 export interface CardView {
@@ -73,7 +74,8 @@ export function cardIdentifier(publisher: string, namespace: string, name: strin
   return `urn:air:${publisher}:${namespace}:${name}`;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 /** The origin of an interface URL; a gRPC `host:port` without a scheme (A2A after 1.0.1) is https. */
@@ -94,8 +96,11 @@ function originOf(url: string): string | undefined {
  * default audience, the agentcard.dev/card-url annotation when set, else the origin of the first
  * interface plus the well-known path (A2A spec section 8.2). An error string says why there is none.
  */
-export function cardLocation(card: CardView, audience: string | undefined): { url: string } | { error: string } {
-  if (audience !== undefined) {
+export function cardLocation(
+  card: CardView,
+  audience: string | undefined,
+): { url: string } | { error: string } {
+  if (audience !== undefined && audience !== DEFAULT_AUDIENCE) {
     const list = Array.isArray(card.audiences) ? card.audiences : [];
     const match = list.find((a) => isObject(a) && a.name === audience) as Record<string, unknown> | undefined;
     if (!match) return { error: `no audience "${audience}" in spec.audiences` };
@@ -103,7 +108,7 @@ export function cardLocation(card: CardView, audience: string | undefined): { ur
     const hosts = Array.isArray(match.hosts) ? match.hosts : [];
     const host = hosts.find((h): h is string => typeof h === 'string' && h !== '' && !h.startsWith('*'));
     if (!host) return { error: `audience "${audience}" has no host without a wildcard` };
-    return { url: `https://${host}${WELL_KNOWN_AGENT_CARD_PATH}` };
+    return { url: `https://${host.toLowerCase()}${WELL_KNOWN_AGENT_CARD_PATH}` };
   }
   const explicit = card.annotations[CARD_URL_ANNOTATION];
   if (explicit !== undefined) {
@@ -111,7 +116,8 @@ export function cardLocation(card: CardView, audience: string | undefined): { ur
       ? { url: explicit }
       : { error: `annotation ${CARD_URL_ANNOTATION} is not an http(s) URL` };
   }
-  const interfaces = isObject(card.card) && Array.isArray(card.card.supportedInterfaces) ? card.card.supportedInterfaces : [];
+  const interfaces =
+    isObject(card.card) && Array.isArray(card.card.supportedInterfaces) ? card.card.supportedInterfaces : [];
   const first = interfaces[0];
   const origin = isObject(first) ? originOf(str(first.url)) : undefined;
   if (!origin) return { error: 'its first interface has no URL to take the origin from' };
@@ -131,7 +137,10 @@ function skillTags(skills: unknown[]): string[] {
 export function buildEntry(card: CardView, opts: EntryOptions): EntryResult {
   const where = `${card.namespace}/${card.name}`;
   if (opts.requireReady && card.ready !== 'True') {
-    return { ok: false, skip: `${where}: not Ready${card.readyMessage ? ` (${card.readyMessage.slice(0, 120)})` : ''}` };
+    return {
+      ok: false,
+      skip: `${where}: not Ready${card.readyMessage ? ` (${card.readyMessage.slice(0, 120)})` : ''}`,
+    };
   }
   if (!isObject(card.card)) return { ok: false, skip: `${where}: spec.card is not an object` };
   const location = cardLocation(card, opts.audience);
@@ -165,7 +174,10 @@ export function buildEntry(card: CardView, opts: EntryOptions): EntryResult {
         name: str(card.card.name) || card.name,
         description: str(card.card.description),
         version,
-        skills: skills.filter(isObject).map((s) => str(s.name) || str(s.id)).filter(Boolean),
+        skills: skills
+          .filter(isObject)
+          .map((s) => str(s.name) || str(s.id))
+          .filter(Boolean),
         tags,
         signed: card.signed,
         ...(reachable !== undefined ? { reachable } : {}),

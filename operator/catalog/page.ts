@@ -32,7 +32,13 @@ export interface PageInput {
   subtitle?: string;
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 
 /** Escapes text for element content and double-quoted attribute values. */
 export function escapeHtml(text: string): string {
@@ -70,7 +76,9 @@ function agentItem(a: AgentFacts): string {
     `<h2>${escapeHtml(a.name)}${a.version ? `<span class="version">v${escapeHtml(a.version)}</span>` : ''}<span class="ns">${escapeHtml(a.namespace)}</span></h2>`,
     a.description ? `<p class="desc">${escapeHtml(a.description)}</p>` : '',
     a.skills.length ? `<p class="meta"><b>Skills:</b> ${a.skills.map(escapeHtml).join(', ')}</p>` : '',
-    a.tags.length ? `<p class="meta">${a.tags.map((t) => `<span class="tag">${escapeHtml(t)}</span>`).join('')}</p>` : '',
+    a.tags.length
+      ? `<p class="meta">${a.tags.map((t) => `<span class="tag">${escapeHtml(t)}</span>`).join('')}</p>`
+      : '',
     `<p class="meta">${yesNo(a.signed, 'signed', 'unsigned', '')}${reach}${href ? `<a href="${href}" rel="nofollow noopener">agent card</a>` : ''}</p>`,
     '</li>',
   ].join('');
@@ -90,7 +98,9 @@ function nestedItem(n: NestedLink): string {
 
 export function renderPage(input: PageInput): string {
   const count = `${input.agents.length} agent${input.agents.length === 1 ? '' : 's'}`;
-  const nested = input.nested.length ? `, ${input.nested.length} nested catalog${input.nested.length === 1 ? '' : 's'}` : '';
+  const nested = input.nested.length
+    ? `, ${input.nested.length} nested catalog${input.nested.length === 1 ? '' : 's'}`
+    : '';
   const catalogHref = safeHref(input.catalogUrl) ?? '';
   return [
     '<!DOCTYPE html>',
@@ -103,8 +113,12 @@ export function renderPage(input: PageInput): string {
     '</head><body>',
     `<header><h1>${escapeHtml(input.title)}</h1><p>${input.subtitle ? `${escapeHtml(input.subtitle)} · ` : ''}${count}${nested} · ${input.signed ? 'signed' : 'unsigned'} catalog · <a href="${catalogHref}">ai-catalog.json</a></p></header>`,
     '<main>',
-    input.agents.length ? `<ul class="agents" id="agents">${input.agents.map(agentItem).join('')}</ul>` : '<p>No agents are listed.</p>',
-    input.nested.length ? `<h2>Nested catalogs</h2><ul class="nested" id="nested">${input.nested.map(nestedItem).join('')}</ul>` : '',
+    input.agents.length
+      ? `<ul class="agents" id="agents">${input.agents.map(agentItem).join('')}</ul>`
+      : '<p>No agents are listed.</p>',
+    input.nested.length
+      ? `<h2>Nested catalogs</h2><ul class="nested" id="nested">${input.nested.map(nestedItem).join('')}</ul>`
+      : '',
     '</main>',
     '<footer>Published by agentcard-operator. Reachability is the result of the last probe of every interface the card declares.</footer>',
     '</body></html>',

@@ -17,7 +17,9 @@ import { API_VERSION, CATALOG_KIND, CLUSTER_CATALOG_KIND } from '../api/names.ts
 export const LabelSelectorRequirementSchema = z
   .strictObject({
     key: z.string().min(1).max(317).describe('The label key the selector applies to.'),
-    operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']).describe('In, NotIn, Exists or DoesNotExist.'),
+    operator: z
+      .enum(['In', 'NotIn', 'Exists', 'DoesNotExist'])
+      .describe('In, NotIn, Exists or DoesNotExist.'),
     values: z
       .array(z.string().max(63))
       .max(64)
@@ -59,7 +61,11 @@ const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-
 export const CatalogHostInfoSchema = z
   .strictObject({
     displayName: z.string().min(1).max(256).describe('Human-readable name of whoever runs the catalog.'),
-    identifier: z.string().max(2048).describe('A verifiable identifier of the host (a DID or a domain).').optional(),
+    identifier: z
+      .string()
+      .max(2048)
+      .describe('A verifiable identifier of the host (a DID or a domain).')
+      .optional(),
     documentationUrl: z
       .string()
       .max(2048)
@@ -112,7 +118,9 @@ const catalogSpecShape = {
   entries: z
     .enum(['url', 'inline'])
     .default('url')
-    .describe('"url": each entry points at the served card (default); "inline": the signed card is the entry\'s data.'),
+    .describe(
+      '"url": each entry points at the served card (default); "inline": the signed card is the entry\'s data.',
+    ),
   host: CatalogHostInfoSchema.optional(),
   publisher: z
     .string()
@@ -133,7 +141,10 @@ const catalogSpecShape = {
   serving: ServingSchema.optional(),
 };
 
-function uniqueIncludes(spec: { include?: Array<{ url: string; identifier?: string }> }, ctx: z.core.$RefinementCtx) {
+function uniqueIncludes(
+  spec: { include?: Array<{ url: string; identifier?: string }> },
+  ctx: z.core.$RefinementCtx,
+) {
   const seen = new Set<string>();
   spec.include?.forEach((inc, i) => {
     const id = inc.identifier ?? inc.url;
@@ -180,14 +191,24 @@ export const CatalogStatusSchema = z
       .regex(/^sha256:[0-9a-f]{64}$/)
       .describe('"sha256:<hex>" of the served ai-catalog.json bytes.')
       .optional(),
-    bytes: z.int().min(0).describe('Bytes of every published catalog document together (root and partitions).').optional(),
-    partitions: z.int().min(0).describe('Partitions (nested catalogs) the entries are split into; 0: none.').optional(),
+    bytes: z
+      .int()
+      .min(0)
+      .describe('Bytes of every published catalog document together (root and partitions).')
+      .optional(),
+    partitions: z
+      .int()
+      .min(0)
+      .describe('Partitions (nested catalogs) the entries are split into; 0: none.')
+      .optional(),
     configMap: z.string().describe('Name of the ConfigMap holding ai-catalog.json.').optional(),
     namespace: z.string().describe('Namespace of that ConfigMap.').optional(),
     skipped: z
       .array(z.string())
       .max(20)
-      .describe('Selected AgentCards left out, with why (not Ready, no card for the audience...), at most 20.')
+      .describe(
+        'Selected AgentCards left out, with why (not Ready, no card for the audience...), at most 20.',
+      )
       .optional(),
     signatures: z
       .array(

@@ -44,11 +44,15 @@ export function applyStatus(
   body: Record<string, unknown>,
 ): Promise<KubernetesObject> {
   const scope = namespace === undefined ? '' : `/namespaces/${seg(namespace)}`;
-  return client.request('PATCH', `/apis/${ref.group}/${ref.version}${scope}/${ref.plural}/${seg(name)}/status`, {
-    query: APPLY,
-    body,
-    contentType: CONTENT_TYPE.apply,
-  });
+  return client.request(
+    'PATCH',
+    `/apis/${ref.group}/${ref.version}${scope}/${ref.plural}/${seg(name)}/status`,
+    {
+      query: APPLY,
+      body,
+      contentType: CONTENT_TYPE.apply,
+    },
+  );
 }
 
 /** Deletes a ConfigMap; a ConfigMap already gone is not an error. */

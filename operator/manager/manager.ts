@@ -42,6 +42,8 @@ export interface OperatorConfig {
   probeStatusRefreshMs: number;
   /** Reconcile AgentCatalogs and ClusterAgentCatalogs (on by default). */
   catalogs: boolean;
+  /** Reconcile ClusterAgentCatalogs; undefined: when every namespace is watched. */
+  clusterCatalogs?: boolean;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -151,6 +153,7 @@ export async function runOperator(
           log,
           caches: cards.caches(),
           clusterNamespace: operatorNamespace,
+          clusterCatalogs: flags.clusterCatalogs,
           resyncMs: flags.resyncMs,
           onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
         })

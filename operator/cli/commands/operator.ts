@@ -40,9 +40,11 @@ Probes:
   --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
                                     (default 10m; 0 = never: no status writes while nothing changes)
 Catalogs:
-  --no-catalogs                     do not reconcile AgentCatalogs and ClusterAgentCatalogs (default: on;
-                                    ClusterAgentCatalogs need every namespace watched and publish in
-                                    --operator-namespace)
+  --no-catalogs                     do not reconcile AgentCatalogs and ClusterAgentCatalogs (default: on)
+  --cluster-catalogs / --no-cluster-catalogs
+                                    reconcile ClusterAgentCatalogs: they list the watched namespaces'
+                                    cards and publish in --operator-namespace (default: on when every
+                                    namespace is watched; needs to list and watch Namespaces)
 Webhook and sidecar injection:
   --webhook-port PORT               (default 9443; 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -133,6 +135,7 @@ export function parseOperatorFlags(
         'probe-deny-cidr': { type: 'string', multiple: true },
         'probe-status-refresh': { type: 'string' },
         catalogs: { type: 'boolean', default: true },
+        'cluster-catalogs': { type: 'boolean' },
         'webhook-port': { type: 'string' },
         'webhook-cert-mode': { type: 'string' },
         'webhook-cert-dir': { type: 'string' },
@@ -194,6 +197,7 @@ export function parseOperatorFlags(
     probeStatusRefreshMs:
       duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
     catalogs: values.catalogs ?? true,
+    clusterCatalogs: values['cluster-catalogs'],
     webhook: {
       port: integer('webhook-port', values['webhook-port'], 9443, 0, 65535),
       certMode,

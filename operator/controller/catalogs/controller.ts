@@ -32,7 +32,14 @@ import {
   configMapName,
   type CatalogKind,
 } from '../../api/names.ts';
-import { applyConfigMap, applyStatus, collectionPath, deleteConfigMap, readOptional, readSecret } from '../../kube/api.ts';
+import {
+  applyConfigMap,
+  applyStatus,
+  collectionPath,
+  deleteConfigMap,
+  readOptional,
+  readSecret,
+} from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { describeApiError, isNotFound } from '../../kube/errors.ts';
 import { ResilientInformer } from '../../kube/informer.ts';
@@ -57,6 +64,11 @@ export interface CatalogControllerOptions {
   caches: ReadonlyMap<string, Informers>;
   /** Where ClusterAgentCatalogs publish (and read their signing keys): the operator's namespace. */
   clusterNamespace: string;
+  /**
+   * Reconcile ClusterAgentCatalogs (they list the cards of every watched namespace and need to
+   * read Namespaces); default: when every namespace is watched.
+   */
+  clusterCatalogs?: boolean;
   concurrency?: number;
   resyncMs: number;
   /** Counts API writes (the operator's metrics). */
@@ -90,11 +102,15 @@ export class CatalogController {
   constructor(opts: CatalogControllerOptions) {
     this.opts = opts;
     this.log = opts.log.child({ controller: 'catalogs' });
-    this.cluster = opts.caches.has('');
+    this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency ?? 2,
       onError: (key, err, retryInMs) =>
-        this.log.warn('catalog reconcile failed; retrying', { catalog: key, error: describeApiError(err), retryInMs }),
+        this.log.warn('catalog reconcile failed; retrying', {
+          catalog: key,
+          error: describeApiError(err),
+          retryInMs,
+        }),
     });
     const api = `/apis/${GROUP}/${VERSION}`;
     for (const ns of opts.caches.keys()) {
@@ -107,7 +123,6 @@ export class CatalogController {
       this.watchCatalogs(inf, CATALOG_KIND);
       this.catalogs.set(ns, inf);
     }
-    // A ClusterAgentCatalog reads every namespace: only when the operator watches them all.
     if (this.cluster) {
       this.clusterCatalogs = new ResilientInformer<CatalogObject & KubernetesObject>({
         name: 'clusteragentcatalogs',
@@ -122,7 +137,11 @@ export class CatalogController {
         path: '/api/v1/namespaces',
         log: opts.log,
         trim: (ns) => {
-          ns.metadata = { name: ns.metadata?.name, labels: ns.metadata?.labels, resourceVersion: ns.metadata?.resourceVersion };
+          ns.metadata = {
+            name: ns.metadata?.name,
+            labels: ns.metadata?.labels,
+            resourceVersion: ns.metadata?.resourceVersion,
+          };
           delete ns.spec;
           delete ns.status;
         },
@@ -160,11 +179,16 @@ export class CatalogController {
   /** The resources the API group serves (discovery), so a missing CRD is known before any watch. */
   private async servedPlurals(): Promise<Set<string>> {
     try {
-      const list = await readOptional<{ resources?: Array<{ name?: string }> }>(this.opts.client, `/apis/${GROUP}/${VERSION}`);
+      const list = await readOptional<{ resources?: Array<{ name?: string }> }>(
+        this.opts.client,
+        `/apis/${GROUP}/${VERSION}`,
+      );
       return new Set((list?.resources ?? []).map((r) => r.name ?? ''));
     } catch (err) {
       // Discovery failing is not a reason to give up: the informers retry with backoff.
-      this.log.warn('API discovery failed; assuming the catalog CRDs are installed', { error: describeApiError(err) });
+      this.log.warn('API discovery failed; assuming the catalog CRDs are installed', {
+        error: describeApiError(err),
+      });
       return new Set([CATALOG_PLURAL, CLUSTER_CATALOG_PLURAL]);
     }
   }
@@ -183,11 +207,17 @@ export class CatalogController {
   async start(signal: AbortSignal): Promise<void> {
     const served = await this.servedPlurals();
     if (!served.has(CATALOG_PLURAL)) {
-      this.log.warn('the AgentCatalog CRD is not installed: catalogs are off until it is and the operator restarts', {});
+      this.log.warn(
+        'the AgentCatalog CRD is not installed: catalogs are off until it is and the operator restarts',
+        {},
+      );
       this.catalogs.clear();
     }
     if (this.clusterCatalogs && !served.has(CLUSTER_CATALOG_PLURAL)) {
-      this.log.warn('the ClusterAgentCatalog CRD is not installed: cluster catalogs are off until it is and the operator restarts', {});
+      this.log.warn(
+        'the ClusterAgentCatalog CRD is not installed: cluster catalogs are off until it is and the operator restarts',
+        {},
+      );
       this.clusterCatalogs = undefined;
       this.namespaces = undefined;
     }
@@ -210,7 +240,10 @@ export class CatalogController {
   private catalogKeys(): string[] {
     const keys: string[] = [];
     for (const inf of this.catalogs.values())
-      for (const c of inf.list()) keys.push(keyOf({ kind: CATALOG_KIND, namespace: c.metadata.namespace ?? '', name: c.metadata.name }));
+      for (const c of inf.list())
+        keys.push(
+          keyOf({ kind: CATALOG_KIND, namespace: c.metadata.namespace ?? '', name: c.metadata.name }),
+        );
     for (const c of this.clusterCatalogs?.list() ?? [])
       keys.push(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }));
     return keys;
@@ -219,7 +252,11 @@ export class CatalogController {
   // ---- event handlers ------------------------------------------------------------------------
 
   private watchCatalogs(inf: ResilientInformer<CatalogObject & KubernetesObject>, kind: CatalogKind): void {
-    const ref = (c: CatalogObject) => ({ kind, namespace: kind === CATALOG_KIND ? (c.metadata.namespace ?? '') : '', name: c.metadata.name });
+    const ref = (c: CatalogObject) => ({
+      kind,
+      namespace: kind === CATALOG_KIND ? (c.metadata.namespace ?? '') : '',
+      name: c.metadata.name,
+    });
     const changed = (c: CatalogObject, added: boolean) => {
       const key = keyOf(ref(c));
       const generation = c.metadata.generation ?? 0;
@@ -286,16 +323,24 @@ export class CatalogController {
     else if (this.configMapOverlay.isOwnEcho(cmKey, cm.metadata?.resourceVersion)) return;
     else if (sameData(cm.data, this.applying.get(cmKey))) return;
     const kind = owner.kind as CatalogKind;
-    this.enqueue(keyOf({ kind, namespace: kind === CATALOG_KIND ? namespace : '', name: owner.name }), DEBOUNCE_MS);
+    this.enqueue(
+      keyOf({ kind, namespace: kind === CATALOG_KIND ? namespace : '', name: owner.name }),
+      DEBOUNCE_MS,
+    );
   }
 
   private enqueueInline(namespace: string): void {
     const inline = (c: CatalogObject) => (c.spec as { entries?: string } | undefined)?.entries === 'inline';
     const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
     for (const c of scope?.list(namespace) ?? [])
-      if (inline(c)) this.enqueue(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }), DEBOUNCE_MS);
+      if (inline(c))
+        this.enqueue(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }), DEBOUNCE_MS);
     for (const c of this.clusterCatalogs?.list() ?? [])
-      if (inline(c)) this.enqueue(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }), DEBOUNCE_MS);
+      if (inline(c))
+        this.enqueue(
+          keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }),
+          DEBOUNCE_MS,
+        );
   }
 
   private onSecret(secret: V1Secret): void {
@@ -307,7 +352,11 @@ export class CatalogController {
       if (uses(c)) this.enqueue(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }), DEBOUNCE_MS);
     if (namespace === this.opts.clusterNamespace)
       for (const c of this.clusterCatalogs?.list() ?? [])
-        if (uses(c)) this.enqueue(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }), DEBOUNCE_MS);
+        if (uses(c))
+          this.enqueue(
+            keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }),
+            DEBOUNCE_MS,
+          );
   }
 
   // ---- reads ---------------------------------------------------------------------------------
@@ -337,7 +386,9 @@ export class CatalogController {
         const view = cardView(obj);
         if (inline) {
           const dataKey = publishedCardKey(audience, view);
-          const cm = dataKey ? this.liveConfigMap(obj.metadata.namespace, configMapName(obj.metadata.name)) : undefined;
+          const cm = dataKey
+            ? this.liveConfigMap(obj.metadata.namespace, configMapName(obj.metadata.name))
+            : undefined;
           published = dataKey ? cm?.data?.[dataKey] : undefined;
           if (published !== undefined) view.publishedCard = published;
         }
@@ -360,19 +411,31 @@ export class CatalogController {
       const secret = cache?.get(name, namespace) ?? (await readSecret(this.opts.client, namespace, name));
       out.set(
         name,
-        secret ? { data: secret.data ?? {}, labelled: secret.metadata?.labels?.[SIGNING_KEY_LABEL] === 'true' } : undefined,
+        secret
+          ? { data: secret.data ?? {}, labelled: secret.metadata?.labels?.[SIGNING_KEY_LABEL] === 'true' }
+          : undefined,
       );
     }
     return out;
   }
 
   /** The ConfigMaps this catalog published, from the cache (or a list when its namespace is not watched). */
-  private async publishedNames(kind: CatalogKind, name: string, namespace: string, uid: string): Promise<string[]> {
+  private async publishedNames(
+    kind: CatalogKind,
+    name: string,
+    namespace: string,
+    uid: string,
+  ): Promise<string[]> {
     const label = catalogLabelValue(kind, name);
     const owned = (cm: V1ConfigMap) =>
-      cm.metadata?.labels?.[CATALOG_LABEL] === label && (cm.metadata?.ownerReferences ?? []).some((r) => r.uid === uid);
+      cm.metadata?.labels?.[CATALOG_LABEL] === label &&
+      (cm.metadata?.ownerReferences ?? []).some((r) => r.uid === uid);
     const scope = this.scope(namespace);
-    if (scope) return scope.configMaps.list(namespace).filter(owned).map((cm) => cm.metadata!.name!);
+    if (scope)
+      return scope.configMaps
+        .list(namespace)
+        .filter(owned)
+        .map((cm) => cm.metadata!.name!);
     const list = await readOptional<{ items: V1ConfigMap[] }>(
       this.opts.client,
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps?labelSelector=${encodeURIComponent(`${CATALOG_LABEL}=${label}`)}`,
@@ -409,7 +472,8 @@ export class CatalogController {
     let publishError: unknown;
     for (const cm of plan.configMaps) {
       const cmKey = objectKey(publishNamespace, cm.metadata.name);
-      const before = this.scope(publishNamespace)?.configMaps.get(cm.metadata.name, publishNamespace)?.metadata?.resourceVersion;
+      const before = this.scope(publishNamespace)?.configMaps.get(cm.metadata.name, publishNamespace)
+        ?.metadata?.resourceVersion;
       this.applying.set(cmKey, cm.data);
       try {
         this.opts.onWrite?.('configmap');
@@ -418,7 +482,11 @@ export class CatalogController {
         this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
         publishError = err;
-        this.log.warn('publishing a catalog ConfigMap failed', { catalog: key, configMap: cm.metadata.name, error: describeApiError(err) });
+        this.log.warn('publishing a catalog ConfigMap failed', {
+          catalog: key,
+          configMap: cm.metadata.name,
+          error: describeApiError(err),
+        });
         plan = await planCatalog({ ...input, publishError: describeApiError(err) });
         break;
       } finally {
@@ -431,7 +499,11 @@ export class CatalogController {
           this.opts.onWrite?.('configmap');
           await deleteConfigMap(this.opts.client, publishNamespace, name);
         } catch (err) {
-          this.log.warn('deleting a stale catalog partition failed', { catalog: key, configMap: name, error: describeApiError(err) });
+          this.log.warn('deleting a stale catalog partition failed', {
+            catalog: key,
+            configMap: name,
+            error: describeApiError(err),
+          });
         }
       }
     }
@@ -446,7 +518,13 @@ export class CatalogController {
           metadata: { name: ref.name, ...(namespace !== undefined ? { namespace } : {}) },
           status: ownedCatalogStatus(plan.status),
         };
-        const stored = (await applyStatus(this.opts.client, { group: GROUP, version: VERSION, plural }, namespace, ref.name, body)) as CatalogObject & KubernetesObject;
+        const stored = (await applyStatus(
+          this.opts.client,
+          { group: GROUP, version: VERSION, plural },
+          namespace,
+          ref.name,
+          body,
+        )) as CatalogObject & KubernetesObject;
         delete stored.metadata?.managedFields;
         this.catalogOverlay.remember(key, catalog.metadata.resourceVersion, stored);
       } catch (err) {

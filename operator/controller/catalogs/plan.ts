@@ -26,11 +26,20 @@ import { canonicalJson } from '../../card/jcs.ts';
 import { publicJwks, type SigningKey } from '../../card/sign.ts';
 import { buildCatalog, CATALOG_FILES, previousEntries, type BuiltDocument } from '../../catalog/build.ts';
 import { buildEntry, type BuiltEntry, type CardView } from '../../catalog/entries.ts';
-import { AgentCatalogSpecSchema, ClusterAgentCatalogSpecSchema, type CatalogSpec } from '../../catalog/resource.ts';
+import {
+  AgentCatalogSpecSchema,
+  ClusterAgentCatalogSpecSchema,
+  type CatalogSpec,
+} from '../../catalog/resource.ts';
 import { matchesSelector } from '../../catalog/selector.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
 import { getCondition, setCondition, type ConditionInput } from '../conditions.ts';
-import { configMapUpToDate, DEFAULT_CACHE_MAX_AGE_SECONDS, type ConfigMapObject, type LiveConfigMap } from '../configmap.ts';
+import {
+  configMapUpToDate,
+  DEFAULT_CACHE_MAX_AGE_SECONDS,
+  type ConfigMapObject,
+  type LiveConfigMap,
+} from '../configmap.ts';
 import { loadSigningKeys, type SecretView } from '../plan.ts';
 import { canonicalJson as statusJson } from '../status.ts';
 import type { Condition, ConditionStatus } from '../types.ts';
@@ -132,7 +141,10 @@ async function signedText(
       const live = JSON.parse(liveText) as Record<string, unknown>;
       const parts = typeof live.signature === 'string' ? parseCompactDetached(live.signature) : undefined;
       if (parts && catalogPayload(live) === catalogPayload(unsigned)) {
-        const header = JSON.parse(Buffer.from(parts.protected, 'base64url').toString('utf8')) as Record<string, unknown>;
+        const header = JSON.parse(Buffer.from(parts.protected, 'base64url').toString('utf8')) as Record<
+          string,
+          unknown
+        >;
         if (header.kid === key.kid && header.alg === key.alg && header.jku === jku) {
           const check = await verifyCatalog(live, publicJwks([key]));
           if (check.verified) return liveText;
@@ -164,7 +176,13 @@ function catalogConfigMap(
       // A namespaced ConfigMap may be owned by a cluster-scoped object: deleting the catalog lets
       // the garbage collector delete what it published.
       ownerReferences: [
-        { apiVersion: API_VERSION, kind, name: catalog.metadata.name, uid: catalog.metadata.uid, controller: true },
+        {
+          apiVersion: API_VERSION,
+          kind,
+          name: catalog.metadata.name,
+          uid: catalog.metadata.uid,
+          controller: true,
+        },
       ],
     },
     data,
@@ -211,7 +229,15 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
   });
   const keep = (type: string, fallback: ConditionInput): ConditionInput => {
     const p = getCondition(previous.conditions, type);
-    return p ? { type, status: p.status, observedGeneration: p.observedGeneration ?? 0, reason: p.reason, message: p.message } : fallback;
+    return p
+      ? {
+          type,
+          status: p.status,
+          observedGeneration: p.observedGeneration ?? 0,
+          reason: p.reason,
+          message: p.message,
+        }
+      : fallback;
   };
   const next: ConditionInput[] = [];
   let status: CatalogControllerStatus = { ...previous };
@@ -222,10 +248,32 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
   const schema = kind === CATALOG_KIND ? AgentCatalogSpecSchema : ClusterAgentCatalogSpecSchema;
   const parsed = schema.safeParse(catalog.spec ?? {});
   if (!parsed.success) {
-    const problems = parsed.error.issues.slice(0, 3).map((i) => `spec.${i.path.join('.') || '(root)'}: ${i.message}`);
-    next.push(at('Accepted', { status: 'False', reason: 'InvalidSpec', message: `${problems.join('; ')}; fix the spec and apply it again (the last good catalog stays published)` }));
-    next.push(keep('Signed', at('Signed', { status: 'Unknown', reason: 'SpecNotAccepted', message: 'waiting for a valid spec' })));
-    next.push(keep('Published', at('Published', { status: 'False', reason: 'NotPublished', message: 'nothing is published yet: the spec is not accepted' })));
+    const problems = parsed.error.issues
+      .slice(0, 3)
+      .map((i) => `spec.${i.path.join('.') || '(root)'}: ${i.message}`);
+    next.push(
+      at('Accepted', {
+        status: 'False',
+        reason: 'InvalidSpec',
+        message: `${problems.join('; ')}; fix the spec and apply it again (the last good catalog stays published)`,
+      }),
+    );
+    next.push(
+      keep(
+        'Signed',
+        at('Signed', { status: 'Unknown', reason: 'SpecNotAccepted', message: 'waiting for a valid spec' }),
+      ),
+    );
+    next.push(
+      keep(
+        'Published',
+        at('Published', {
+          status: 'False',
+          reason: 'NotPublished',
+          message: 'nothing is published yet: the spec is not accepted',
+        }),
+      ),
+    );
   } else {
     spec = parsed.data as CatalogSpec;
     next.push(at('Accepted', { status: 'True', reason: 'Valid', message: 'the spec is valid' }));
@@ -237,11 +285,23 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
           ? { ...signing.condition, message: 'spec.signing is not set: the catalog is published unsigned' }
           : signing.keys
             ? { ...signing.condition, message: `catalog ${signing.condition.message}` }
-            : { ...signing.condition, message: signing.condition.message.replace('the last good card', 'the last good catalog') },
+            : {
+                ...signing.condition,
+                message: signing.condition.message.replace('the last good card', 'the last good catalog'),
+              },
       ),
     );
     if (!signing.keys) {
-      next.push(keep('Published', at('Published', { status: 'False', reason: 'NotPublished', message: 'nothing is published yet: the signing keys cannot be used' })));
+      next.push(
+        keep(
+          'Published',
+          at('Published', {
+            status: 'False',
+            reason: 'NotPublished',
+            message: 'nothing is published yet: the signing keys cannot be used',
+          }),
+        ),
+      );
     } else {
       const { built, skipped } = selectEntries(input, spec);
       const rootName = catalogConfigMapName(kind, catalog.metadata.name);
@@ -256,7 +316,9 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
       const identifier = catalogIdentifier(spec.publisher, kind, catalog);
       const title =
         spec.host?.displayName ??
-        (kind === CATALOG_KIND ? `Agents of ${catalog.metadata.namespace}` : `Agents of the cluster (${catalog.metadata.name})`);
+        (kind === CATALOG_KIND
+          ? `Agents of ${catalog.metadata.namespace}`
+          : `Agents of the cluster (${catalog.metadata.name})`);
       const result = buildCatalog({
         identifier,
         title,
@@ -268,9 +330,21 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         signed: signing.keys.length > 0,
       });
       if (!result.ok) {
-        next.push(at('Published', { status: 'False', reason: 'TooLarge', message: `${result.error}; the last good catalog stays published` }));
+        next.push(
+          at('Published', {
+            status: 'False',
+            reason: 'TooLarge',
+            message: `${result.error}; the last good catalog stays published`,
+          }),
+        );
       } else if (input.publishError) {
-        next.push(at('Published', { status: 'False', reason: 'PublishFailed', message: `writing the catalog ConfigMaps in ${input.publishNamespace} failed: ${input.publishError}; retrying with backoff` }));
+        next.push(
+          at('Published', {
+            status: 'False',
+            reason: 'PublishFailed',
+            message: `writing the catalog ConfigMaps in ${input.publishNamespace} failed: ${input.publishError}; retrying with backoff`,
+          }),
+        );
       } else {
         const key = signing.keys[0];
         const jku = spec.signing?.jku;
@@ -311,7 +385,9 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
           ...(skipped.length ? { skipped: skipped.slice(0, MAX_SKIPPED) } : {}),
           ...(key ? { signatures: [{ kid: key.kid, alg: key.alg }] } : {}),
         };
-        const left = skipped.length ? `; ${skipped.length} selected AgentCard(s) left out, first: ${skipped[0]}` : '';
+        const left = skipped.length
+          ? `; ${skipped.length} selected AgentCard(s) left out, first: ${skipped[0]}`
+          : '';
         next.push(
           at('Published', {
             status: 'True',
@@ -352,7 +428,8 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
     configMaps,
     deletions,
     status: desiredStatus,
-    statusChanged: statusJson(ownedCatalogStatus(catalog.status)) !== statusJson(ownedCatalogStatus(desiredStatus)),
+    statusChanged:
+      statusJson(ownedCatalogStatus(catalog.status)) !== statusJson(ownedCatalogStatus(desiredStatus)),
     ready: getCondition(conditions, 'Ready')!.status,
   };
 }

@@ -18,9 +18,10 @@ describe("the chart's CRDs", () => {
   it.each(CRDS)('%s is byte for byte the generated one in crds/ (run `npm run gen:crd`)', (file) => {
     const generated = readFileSync(join(repoRoot, 'crds', file), 'utf8');
     const shipped = readFileSync(join(chartDir, 'crds', file), 'utf8');
-    expect(shipped === generated, 'helm/agentcard-operator/crds/ differs from crds/: run `npm run gen:crd`').toBe(
-      true,
-    );
+    expect(
+      shipped === generated,
+      'helm/agentcard-operator/crds/ differs from crds/: run `npm run gen:crd`',
+    ).toBe(true);
   });
 
   it('are the only files in the chart crds/ directory, and crds/ holds no others', () => {
