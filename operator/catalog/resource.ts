@@ -56,7 +56,8 @@ export const LabelSelectorSchema = z
 // ---------------------------------------------------------------------------------------------
 // spec
 
-const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+// RE2 (the API server's regex engine) has no look-ahead: the length is checked by max(253).
+const DOMAIN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
 
 export const CatalogHostInfoSchema = z
   .strictObject({
