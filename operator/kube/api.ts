@@ -55,15 +55,6 @@ export function applyStatus(
   );
 }
 
-/** Deletes a ConfigMap; a ConfigMap already gone is not an error. */
-export async function deleteConfigMap(client: KubeClient, namespace: string, name: string): Promise<void> {
-  try {
-    await client.request('DELETE', `/api/v1/namespaces/${seg(namespace)}/configmaps/${seg(name)}`);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-}
-
 /** GET one object; undefined when it does not exist (404). */
 export async function readOptional<T>(client: KubeClient, path: string): Promise<T | undefined> {
   try {

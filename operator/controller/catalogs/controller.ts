@@ -32,14 +32,7 @@ import {
   configMapName,
   type CatalogKind,
 } from '../../api/names.ts';
-import {
-  applyConfigMap,
-  applyStatus,
-  collectionPath,
-  deleteConfigMap,
-  readOptional,
-  readSecret,
-} from '../../kube/api.ts';
+import { applyConfigMap, applyStatus, collectionPath, readOptional, readSecret } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { describeApiError, isNotFound } from '../../kube/errors.ts';
 import { ResilientInformer } from '../../kube/informer.ts';
@@ -419,13 +412,16 @@ export class CatalogController {
     return out;
   }
 
-  /** The ConfigMaps this catalog published, from the cache (or a list when its namespace is not watched). */
-  private async publishedNames(
+  /**
+   * The ConfigMaps this catalog published, from the cache, or with one LIST when their namespace
+   * is not watched (a ClusterAgentCatalog's, when the operator watches other namespaces only).
+   */
+  private async published(
     kind: CatalogKind,
     name: string,
     namespace: string,
     uid: string,
-  ): Promise<string[]> {
+  ): Promise<V1ConfigMap[]> {
     const label = catalogLabelValue(kind, name);
     const owned = (cm: V1ConfigMap) =>
       cm.metadata?.labels?.[CATALOG_LABEL] === label &&
@@ -435,12 +431,12 @@ export class CatalogController {
       return scope.configMaps
         .list(namespace)
         .filter(owned)
-        .map((cm) => cm.metadata!.name!);
+        .map((cm) => this.liveConfigMap(namespace, cm.metadata!.name!) ?? cm);
     const list = await readOptional<{ items: V1ConfigMap[] }>(
       this.opts.client,
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps?labelSelector=${encodeURIComponent(`${CATALOG_LABEL}=${label}`)}`,
     );
-    return (list?.items ?? []).filter(owned).map((cm) => cm.metadata!.name!);
+    return (list?.items ?? []).filter(owned);
   }
 
   // ---- the reconcile -------------------------------------------------------------------------
@@ -453,7 +449,13 @@ export class CatalogController {
     const spec = (catalog.spec ?? {}) as { audience?: string; entries?: string };
     const cards = this.cardsInReach(ref, spec.audience, spec.entries === 'inline');
     const secrets = await this.readSecrets(publishNamespace, catalog.spec);
-    const liveNames = await this.publishedNames(ref.kind, ref.name, publishNamespace, catalog.metadata.uid);
+    const published = new Map(
+      (await this.published(ref.kind, ref.name, publishNamespace, catalog.metadata.uid)).map((cm) => [
+        cm.metadata!.name!,
+        cm,
+      ]),
+    );
+    const watched = this.scope(publishNamespace) !== undefined;
     const input = {
       kind: ref.kind,
       catalog,
@@ -464,8 +466,9 @@ export class CatalogController {
         return text === undefined ? undefined : (JSON.parse(text) as Record<string, string>);
       },
       secrets,
-      liveConfigMap: (name: string) => this.liveConfigMap(publishNamespace, name),
-      liveNames,
+      liveConfigMap: (name: string) =>
+        watched ? this.liveConfigMap(publishNamespace, name) : published.get(name),
+      liveNames: [...published.keys()],
       now: new Date(),
     };
     let plan = await planCatalog(input);
@@ -493,20 +496,6 @@ export class CatalogController {
         this.applying.delete(cmKey);
       }
     }
-    if (!publishError) {
-      for (const name of plan.deletions) {
-        try {
-          this.opts.onWrite?.('configmap');
-          await deleteConfigMap(this.opts.client, publishNamespace, name);
-        } catch (err) {
-          this.log.warn('deleting a stale catalog partition failed', {
-            catalog: key,
-            configMap: name,
-            error: describeApiError(err),
-          });
-        }
-      }
-    }
     if (plan.statusChanged) {
       try {
         this.opts.onWrite?.('status');
@@ -532,13 +521,12 @@ export class CatalogController {
         throw err;
       }
     }
-    if (plan.configMaps.length > 0 || plan.statusChanged || plan.deletions.length > 0) {
+    if (plan.configMaps.length > 0 || plan.statusChanged) {
       this.log.info('catalog reconciled', {
         catalog: key,
         ready: plan.ready,
         entries: plan.status.entries,
         wroteConfigMaps: publishError ? 0 : plan.configMaps.length,
-        deleted: plan.deletions.length,
         wroteStatus: plan.statusChanged,
         digest: plan.status.digest,
       });

@@ -1,8 +1,8 @@
 /**
  * The reconcile decision for one AgentCatalog or ClusterAgentCatalog, without any API call:
  * given the catalog, the AgentCards in its scope (from the cache), its signing keys and the live
- * ConfigMaps, compute the ConfigMaps to apply (only those whose bytes change), the partition
- * ConfigMaps to delete, and the controller-owned status (and whether it differs).
+ * ConfigMaps, compute the ConfigMaps to apply (only those whose bytes change; partitions no
+ * longer needed are emptied) and the controller-owned status (and whether it differs).
  *
  * Signing (AI Catalog spec, top-level `signature`): a detached JWS over the RFC 8785 form of
  * each document without `signature`, by the first configured key; every configured key's
@@ -86,8 +86,6 @@ export interface CatalogPlan {
   spec?: CatalogSpec;
   /** ConfigMaps to apply (those whose bytes change). */
   configMaps: ConfigMapObject[];
-  /** Partition ConfigMaps no longer needed. */
-  deletions: string[];
   status: CatalogControllerStatus;
   statusChanged: boolean;
   ready: ConditionStatus;
@@ -242,7 +240,6 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
   const next: ConditionInput[] = [];
   let status: CatalogControllerStatus = { ...previous };
   const configMaps: ConfigMapObject[] = [];
-  const deletions: string[] = [];
   let spec: CatalogSpec | undefined;
 
   const schema = kind === CATALOG_KIND ? AgentCatalogSpecSchema : ClusterAgentCatalogSpecSchema;
@@ -371,8 +368,15 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         for (const cm of desired) {
           if (!configMapUpToDate(input.liveConfigMap(cm.metadata.name), cm)) configMaps.push(cm);
         }
+        // A partition no longer needed is emptied, not deleted: the catalog server then answers
+        // 404 for it, and the operator needs no delete permission (the garbage collector removes
+        // it with the catalog).
         const wanted = new Set(desired.map((d) => d.metadata.name));
-        for (const name of input.liveNames) if (!wanted.has(name)) deletions.push(name);
+        for (const name of input.liveNames) {
+          if (wanted.has(name)) continue;
+          const emptied = catalogConfigMap(input, name, {});
+          if (!configMapUpToDate(input.liveConfigMap(name), emptied)) configMaps.push(emptied);
+        }
         const digest = digestOf(rootText);
         status = {
           entries: result.entries,
@@ -426,7 +430,6 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
     generation,
     spec,
     configMaps,
-    deletions,
     status: desiredStatus,
     statusChanged:
       statusJson(ownedCatalogStatus(catalog.status)) !== statusJson(ownedCatalogStatus(desiredStatus)),
