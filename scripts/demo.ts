@@ -18,6 +18,7 @@ import { runTool, type ToolResult } from '../test/support/tools.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
 import { createCA, issueServingCert } from '../operator/webhook/certs.ts';
 import type { DemoAgentUrls } from './demo-agent.ts';
+import { chartNginxImage, haveNginx, startNginx } from './demo-card-server.ts';
 import { ConfigMapVolume } from './demo-volume.ts';
 import { prepareExamples } from './demo-examples.ts';
 import { freePort } from '../test/support/ports.ts';
@@ -243,6 +244,9 @@ async function main(argv: string[]): Promise<number> {
         '--webhook-cert-mode=cert-manager',
         `--webhook-cert-dir=${certDir}`,
         '--sidecar-image=agentcard-operator:demo',
+        // The chart's default serving mode and its pinned image.
+        '--sidecar-server=nginx',
+        `--sidecar-nginx-image=${chartNginxImage(repoRoot)}`,
       ]);
       await waitForHttp(`http://127.0.0.1:${metricsPort}/readyz`, child, 'operator');
     },
@@ -348,7 +352,7 @@ async function main(argv: string[]): Promise<number> {
     () => 'all Ready',
   );
 
-  await step(
+  const injected = await step(
     'Check the sidecar injected into the Pod of examples/agent-deployment.yaml',
     async () => {
       // kube-controller-manager turns the Deployment into a ReplicaSet and a Pod (Pending: there
@@ -367,7 +371,13 @@ async function main(argv: string[]): Promise<number> {
         ]);
         const items = (JSON.parse(pods.stdout) as { items: PodView[] }).items;
         const pod = items.find((p) => sidecarOf(p));
-        if (pod) return { name: pod.metadata.name, how: sidecarOf(pod)! };
+        if (pod) {
+          return {
+            name: pod.metadata.name,
+            how: sidecarOf(pod)!,
+            annotations: pod.metadata.annotations ?? {},
+          };
+        }
         if (Date.now() > deadline) {
           throw new Error(
             items.length
@@ -385,8 +395,9 @@ async function main(argv: string[]): Promise<number> {
   const sidecarPort = await freePort();
   const sidecarMetricsPort = await freePort();
   const cardUrl = `http://127.0.0.1:${sidecarPort}/.well-known/agent-card.json`;
+  const nginx = haveNginx();
   await step(
-    `Start the sidecar for ${served} (ConfigMap ${served}-agent-card laid out like a kubelet volume)`,
+    `Serve the card of ${served} as the injected sidecar does (ConfigMap ${served}-agent-card laid out like a kubelet volume)`,
     async () => {
       const volume = new ConfigMapVolume({
         kubeconfig: kubeconfigFile,
@@ -397,6 +408,18 @@ async function main(argv: string[]): Promise<number> {
       });
       await volume.start();
       cleanups.push({ what: 'stop the ConfigMap sync', run: () => volume.stop() });
+      if (nginx) {
+        // The configuration the webhook wrote into the Pod, as the kubelet would project it.
+        const child = startNginx({
+          annotations: injected.annotations,
+          cardDir: volume.dir,
+          port: sidecarPort,
+          workDir: join(logDir, 'nginx'),
+        });
+        cleanups.push({ what: 'stop nginx', run: () => stopProcess(child) });
+        await waitForHttp(cardUrl, child, 'nginx');
+        return;
+      }
       const child = await startProcess('sidecar', [
         agentcardBin,
         'sidecar',
@@ -406,7 +429,10 @@ async function main(argv: string[]): Promise<number> {
       ]);
       await waitForHttp(cardUrl, child, 'sidecar');
     },
-    () => cardUrl,
+    () =>
+      nginx
+        ? `${cardUrl} (nginx with the Pod's own configuration, the default mode)`
+        : `${cardUrl} (no nginx with njs on this machine: served by the Node mode instead; apt-get install nginx-light libnginx-mod-http-js)`,
   );
 
   const jwksUrl = cardUrl.replace('agent-card.json', 'jwks.json');
@@ -442,7 +468,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 type PodView = {
-  metadata: { name: string };
+  metadata: { name: string; annotations?: Record<string, string> };
   spec: { containers?: { name: string }[]; initContainers?: { name: string; restartPolicy?: string }[] };
 };
 

@@ -3,8 +3,9 @@
  * with the same paths, headers, conditional requests, CORS, 405 and audience selection as the
  * Node mode (server.ts), for a fraction of its memory.
  *
- * The text is a pure function of a few settings. The webhook writes it into the Pod it injects
- * (a Pod annotation, projected as a file by a downwardAPI volume), so there is no per-namespace
+ * The text is a pure function of a few settings. The webhook writes it and the njs script into
+ * the Pod it injects (two Pod annotations, projected as files by a downwardAPI volume; see
+ * ../webhook/nginx-container.ts), so there is no per-namespace
  * object to manage and nothing to reload: the text never depends on the card or its audiences.
  * nginx reads the card files on every request (no open_file_cache), following the kubelet's
  * `..data` symlinks, so a new version of the ConfigMap is served as soon as the kubelet has

@@ -8,6 +8,7 @@
  * so it never needs a reload and nothing has to be created per namespace.
  */
 import type { V1Container, V1Volume } from '@kubernetes/client-node';
+import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../api/names.ts';
 import { SIDECAR_DEFAULTS } from '../sidecar/server.ts';
 import {
   NGINX_CONF_DIR,
@@ -19,8 +20,6 @@ import {
   nginxScript,
 } from '../sidecar/nginx.ts';
 
-export const NGINX_CONF_ANNOTATION = 'agentcard.dev/nginx-conf';
-export const NGINX_SCRIPT_ANNOTATION = 'agentcard.dev/nginx-js';
 export const NGINX_CONF_VOLUME = 'agentcard-nginx-conf';
 export const NGINX_TMP_VOLUME = 'agentcard-nginx-tmp';
 /** max-age when the ConfigMap has no cache-max-age-seconds (the AgentCard's default). */

@@ -14,8 +14,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decide } from '../../operator/webhook/mutate.ts';
-import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../../operator/webhook/nginx-container.ts';
-import { spawnSidecar } from '../unit/sidecar/spawn.ts';
+import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../../operator/api/names.ts';
+import { spawnSidecar } from './sidecar-process.ts';
 import { freePort } from './ports.ts';
 
 export type ServingMode = 'node' | 'nginx';
