@@ -243,9 +243,10 @@ async function main(argv: string[]): Promise<number> {
         'operator',
         `--kubeconfig=${kubeconfigFile}`,
         `--namespace=${namespace}`,
-        // The demo watches one namespace; its ClusterAgentCatalog lists it and publishes there.
+        // The demo watches one namespace; its ClusterAgentCatalog lists it and publishes there
+        // (not --operator-namespace: the webhook never mutates the operator's own namespace).
         '--cluster-catalogs',
-        `--operator-namespace=${namespace}`,
+        `--catalog-namespace=${namespace}`,
         '--no-leader-elect',
         `--metrics-port=${metricsPort}`,
         '--bind-address=127.0.0.1',
@@ -522,10 +523,21 @@ async function serveCatalog(
     what: `delete ClusterAgentCatalog ${name}`,
     run: async () => void (await kubectl(['delete', 'clusteragentcatalog', name, '--ignore-not-found'])),
   });
+  // Where it is published: the catalog's status says (the operator's namespace).
+  const deadline = Date.now() + 30_000;
+  let where: { namespace?: string; configMap?: string } = {};
+  while (!where.configMap) {
+    const got = await kubectl(['get', 'clusteragentcatalog', name, '-o', 'json']);
+    where = (JSON.parse(got.stdout) as { status?: typeof where }).status ?? {};
+    if (where.configMap) break;
+    if (Date.now() > deadline)
+      throw new Error(`ClusterAgentCatalog ${name} was not published: ${got.stdout.slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
   const volume = new ConfigMapVolume({
     kubeconfig: kubeconfigFile,
-    namespace,
-    name: `${name}-cluster-ai-catalog`,
+    namespace: where.namespace!,
+    name: where.configMap,
     dir: join(logDir, 'catalog-volume'),
     onError: (message) => say(`      catalog volume sync: ${message}`),
   });
@@ -542,12 +554,12 @@ async function serveCatalog(
   const url = `http://127.0.0.1:${port}/.well-known/ai-catalog.json`;
   await waitForHttp(url, child, 'catalog-server');
   // Every demo card listed (they are Ready): the catalog follows them within seconds.
-  const deadline = Date.now() + 30_000;
+  const listed = Date.now() + 30_000;
   let doc: { entries?: unknown[] };
   for (;;) {
     doc = (await (await fetch(url)).json()) as { entries?: unknown[] };
     if ((doc.entries?.length ?? 0) >= cards.length) break;
-    if (Date.now() > deadline)
+    if (Date.now() > listed)
       throw new Error(`the catalog lists ${doc.entries?.length ?? 0} of ${cards.length} AgentCards`);
     await new Promise((r) => setTimeout(r, 500));
   }

@@ -44,6 +44,8 @@ export interface OperatorConfig {
   catalogs: boolean;
   /** Reconcile ClusterAgentCatalogs; undefined: when every namespace is watched. */
   clusterCatalogs?: boolean;
+  /** Where ClusterAgentCatalogs publish and read their signing keys; default: the operator's namespace. */
+  catalogNamespace?: string;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -152,7 +154,7 @@ export async function runOperator(
           client,
           log,
           caches: cards.caches(),
-          clusterNamespace: operatorNamespace,
+          clusterNamespace: flags.catalogNamespace ?? operatorNamespace,
           clusterCatalogs: flags.clusterCatalogs,
           resyncMs: flags.resyncMs,
           onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),

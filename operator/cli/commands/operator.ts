@@ -45,6 +45,8 @@ Catalogs:
                                     reconcile ClusterAgentCatalogs: they list the watched namespaces'
                                     cards and publish in --operator-namespace (default: on when every
                                     namespace is watched; needs to list and watch Namespaces)
+  --catalog-namespace NS            where ClusterAgentCatalogs publish and read their signing keys
+                                    (default: --operator-namespace)
 Webhook and sidecar injection:
   --webhook-port PORT               (default 9443; 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -136,6 +138,7 @@ export function parseOperatorFlags(
         'probe-status-refresh': { type: 'string' },
         catalogs: { type: 'boolean', default: true },
         'cluster-catalogs': { type: 'boolean' },
+        'catalog-namespace': { type: 'string' },
         'webhook-port': { type: 'string' },
         'webhook-cert-mode': { type: 'string' },
         'webhook-cert-dir': { type: 'string' },
@@ -198,6 +201,7 @@ export function parseOperatorFlags(
       duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
     catalogs: values.catalogs ?? true,
     clusterCatalogs: values['cluster-catalogs'],
+    catalogNamespace: values['catalog-namespace'],
     webhook: {
       port: integer('webhook-port', values['webhook-port'], 9443, 0, 65535),
       certMode,
