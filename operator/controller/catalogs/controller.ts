@@ -456,14 +456,18 @@ export class CatalogController {
       ]),
     );
     const watched = this.scope(publishNamespace) !== undefined;
+    const parsedLabels = new Map<string, Record<string, string> | undefined>();
     const input = {
       kind: ref.kind,
       catalog,
       publishNamespace,
       cards,
       namespaceLabels: (ns: string) => {
-        const text = this.nsLabels.get(ns);
-        return text === undefined ? undefined : (JSON.parse(text) as Record<string, string>);
+        if (!parsedLabels.has(ns)) {
+          const text = this.nsLabels.get(ns);
+          parsedLabels.set(ns, text === undefined ? undefined : (JSON.parse(text) as Record<string, string>));
+        }
+        return parsedLabels.get(ns);
       },
       secrets,
       liveConfigMap: (name: string) =>
