@@ -8,8 +8,9 @@
  * - the catalog is added or its metadata.generation changes (never its own status writes);
  * - an AgentCard in its reach changes what a catalog shows of it (card-view.ts fingerprint:
  *   labels, Ready, signatures, reachability, the card's listed fields, its published digest),
- *   appears or goes; events are coalesced for DEBOUNCE_MS, so a burst of card changes rebuilds
- *   each catalog once or twice, not once per card;
+ *   appears or goes; events are coalesced for DEBOUNCE_MS (longer for a catalog whose rebuild
+ *   is slow, see enqueue), so a burst of card changes rebuilds each catalog a few times, not once
+ *   per card;
  * - one of its ConfigMaps changes or disappears (not the echo of its own apply);
  * - a namespace's labels change (ClusterAgentCatalog namespaceSelector);
  * - a labelled signing-key Secret changes; the periodic resync (every catalog).
@@ -49,6 +50,8 @@ import { ownedCatalogStatus, planCatalog, type CatalogObject } from './plan.ts';
 
 /** How long card events are gathered before the catalogs they touch are rebuilt. */
 export const DEBOUNCE_MS = 250;
+/** A catalog rebuilt because AgentCards changed waits this many times its last rebuild's duration. */
+const BUILD_SHARE = 2;
 
 export interface CatalogControllerOptions {
   client: KubeClient;
@@ -91,6 +94,8 @@ export class CatalogController {
   /** ConfigMaps being applied now (their watch event may beat the response). */
   private readonly applying = new Map<string, Record<string, string>>();
   private started = false;
+  /** How long each catalog's last reconcile took (ms). */
+  private readonly lastBuildMs = new Map<string, number>();
 
   constructor(opts: CatalogControllerOptions) {
     this.opts = opts;
@@ -263,14 +268,22 @@ export class CatalogController {
     inf.on('delete', (c) => {
       const key = keyOf(ref(c));
       this.seenGeneration.delete(key);
+      this.lastBuildMs.delete(key);
       this.catalogOverlay.forget(key);
       this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
     });
   }
 
+  /**
+   * Queues a catalog; a delayed add (an AgentCard event) waits at least DEBOUNCE_MS and at least
+   * BUILD_SHARE times the catalog's last rebuild, so that while thousands of AgentCards change, a
+   * large catalog's rebuilds take at most about a third of the process's time and the AgentCard
+   * reconciles keep going.
+   */
   private enqueue(key: string, delayMs = 0): void {
     if (!this.started) return;
-    if (delayMs > 0) this.queue.addAfter(key, delayMs);
+    if (delayMs > 0)
+      this.queue.addAfter(key, Math.max(delayMs, BUILD_SHARE * (this.lastBuildMs.get(key) ?? 0)));
     else this.queue.add(key);
   }
 
@@ -442,6 +455,15 @@ export class CatalogController {
   // ---- the reconcile -------------------------------------------------------------------------
 
   async reconcile(key: string): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.reconcileCatalog(key);
+    } finally {
+      this.lastBuildMs.set(key, performance.now() - started);
+    }
+  }
+
+  private async reconcileCatalog(key: string): Promise<void> {
     const ref = parseKey(key);
     const catalog = this.currentCatalog(ref);
     if (!catalog || catalog.metadata.deletionTimestamp) return;
