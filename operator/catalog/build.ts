@@ -177,11 +177,15 @@ export function buildCatalog(input: BuildInput): BuildResult {
     title: input.title,
     catalogUrl: '/.well-known/ai-catalog.json',
   });
-  if (size(whole) <= budget) {
+  const wholeSize = size(whole);
+  if (wholeSize <= budget) {
     return { ok: true, root: whole, parts: [], entries: entries.length, nested: includes.length };
   }
 
-  for (let count = 2; count <= maxParts; count *= 2) {
+  // Start from the smallest power of two that could hold it (each try renders every entry).
+  let first = 2;
+  while (first < maxParts && first * budget < wholeSize) first *= 2;
+  for (let count = first; count <= maxParts; count *= 2) {
     const buckets = Array.from({ length: count }, () => ({
       entries: [] as CatalogEntry[],
       facts: [] as AgentFacts[],
