@@ -48,7 +48,7 @@ function say(line: string): void {
 }
 
 let stepNo = 0;
-const TOTAL_STEPS = 12;
+const TOTAL_STEPS = 13;
 async function step<T>(title: string, run: () => Promise<T>, done: (value: T) => string): Promise<T> {
   stepNo++;
   const started = Date.now();
@@ -470,6 +470,20 @@ async function main(argv: string[]): Promise<number> {
     (c) => `${c.url} lists ${c.entries} agent(s); ${c.verification}`,
   );
 
+  const origin = new URL(cardUrl).origin;
+  const discovery = await step(
+    `Discover the agent at ${origin} and verify and probe it (agentcard discover, as another team would)`,
+    async () => {
+      const result = await runAgentcard(
+        ['discover', origin, '--jwks', jwksUrl, '--probe', '--allow-cidr', '127.0.0.0/8'],
+        '',
+      );
+      if (result.code !== 0) throw new Error(`agentcard discover: ${(result.stdout + result.stderr).trim()}`);
+      return result.stdout.trimEnd();
+    },
+    (out) => out.split('\n').at(-1)!,
+  );
+
   const table = await kubectl(['get', 'agentcards', '-n', namespace, '-o', 'wide']);
   say('');
   say(`$ kubectl get agentcards -n ${namespace} -o wide`);
@@ -480,6 +494,10 @@ async function main(argv: string[]): Promise<number> {
   say(`Verification:  ${verification.split('\n').join('\n               ')}`);
   say(`Catalog:       ${catalog.url}`);
   say(`Catalog page:  ${catalog.page}`);
+  say('');
+  say(`$ agentcard discover ${origin} --jwks ${jwksUrl} --probe --allow-cidr 127.0.0.0/8`);
+  say(discovery);
+  say('');
   say(`kubectl:       KUBECONFIG=${kubeconfigFile} .cluster/bin/kubectl get agentcards -n ${namespace}`);
   if (once) return 0;
   say('');

@@ -178,6 +178,26 @@ export type Publisher = z.infer<typeof PublisherSchema>;
 export type TrustManifest = z.infer<typeof TrustManifestSchema>;
 export type TrustSubject = z.infer<typeof TrustSubjectSchema>;
 
+/** JSON nesting a document may have: cards and catalogs need far less (inline data included). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether a parsed JSON value nests deeper than `max` (iteratively: the value may be deep enough
+ * to overflow the stack of any recursive walk, which is exactly what this check prevents later).
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [item, depth] = stack.pop()!;
+    if (!item || typeof item !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (child && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 /**
  * Validates a parsed JSON value as an AI Catalog. Problems carry the path of the offending
  * member (`entries[2].url`); the catalog is returned only when there is none.
@@ -199,6 +219,10 @@ export function validateCatalog(
         },
       ],
     };
+  }
+  if (nestsDeeperThan(input, MAX_JSON_DEPTH)) {
+    const path = formatPath(prefix) || '(root)';
+    return { problems: [{ path, message: `nests deeper than ${MAX_JSON_DEPTH} levels`, severity: 'error' }] };
   }
   const result = AiCatalogSchema.safeParse(input);
   return result.success

@@ -50,6 +50,12 @@ describe('npm run demo -- --once', () => {
     expect(result.stdout).toMatch(/Catalog:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/ai-catalog\.json/);
     expect(result.stdout).toMatch(/lists 2 agent\(s\); signature verified: kid \S+-agents-demo/);
     expect(result.stdout).toContain(`delete ClusterAgentCatalog ${namespace}-agents: done`);
+    // the last step: agentcard discover against the demo's agent, verified and probed
+    expect(result.stdout).toMatch(/^\$ agentcard discover http:\/\/127\.0\.0\.1:\d+ --jwks /m);
+    expect(result.stdout).toMatch(
+      /^ok\s+.*\s+verified \S+\s+3\/3 up\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json$/m,
+    );
+    expect(result.stdout).toContain('1 card, 1 ok, 0 catalogs, 0 errors');
     // It did not start the control plane, so it removed only its namespace.
     expect(result.stdout).toContain(`delete namespace ${namespace}: done`);
     const ns = await kubeConfig()

@@ -5,40 +5,14 @@
  */
 import { UserError } from '../../errors.ts';
 import { MAX_INPUT_BYTES, MAX_JWKS_BYTES, parseDocuments, parseFlags, readInput } from '../input.ts';
-import type { JWK } from '../../card/sign.ts';
-import { publicPart, verifyCard, type JWKS } from '../../card/verify.ts';
+import { parseJwks } from '../../card/jwks.ts';
+import { verifyCard } from '../../card/verify.ts';
 
 const USAGE = `usage: agentcard verify -f CARD|- --jwks FILE [--output text|json]
 
 Verifies a signed card (JSON, as served) against the public keys of a JWKS file
 ({"keys": [...]}, or a single public JWK). Exit 0 when a signature verifies, 1 otherwise.
 `;
-
-function parseJwks(text: string, file: string): JWKS {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new UserError(`${file}: not valid JSON (expected a JWKS)`);
-  }
-  const obj = value as { keys?: unknown; kty?: unknown } | null;
-  const keys =
-    obj && typeof obj === 'object'
-      ? Array.isArray(obj.keys)
-        ? obj.keys
-        : obj.kty
-          ? [obj]
-          : undefined
-      : undefined;
-  if (!keys) throw new UserError(`${file}: not a JWKS (expected {"keys": [...]})`);
-  keys.forEach((k, i) => {
-    if (!k || typeof k !== 'object' || typeof (k as JWK).kty !== 'string') {
-      throw new UserError(`${file}: keys[${i}] is not a JWK (no "kty")`);
-    }
-  });
-  // Only the public part is used: a private JWK given by mistake still works as a trusted key.
-  return { keys: (keys as JWK[]).map(publicPart) };
-}
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseFlags(

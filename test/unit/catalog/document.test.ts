@@ -5,6 +5,7 @@ import {
   entryDisplayName,
   isAgentCardEntry,
   isCatalogEntry,
+  nestsDeeperThan,
   validateCatalog,
 } from '../../../operator/catalog/document.ts';
 
@@ -164,5 +165,16 @@ describe('entry helpers', () => {
     expect(entryDisplayName({ identifier: 'urn:air:e.com:mcp:weather' }, 'Card name')).toBe('Card name');
     expect(entryDisplayName({ identifier: 'urn:air:e.com:mcp:weather' })).toBe('weather');
     expect(entryDisplayName({ identifier: 'https://registry.example/ids/7bf4a8c2' })).toBe('7bf4a8c2');
+  });
+});
+
+describe('nesting depth', () => {
+  it('refuses a document nested deeper than 64 levels, before any recursive walk', () => {
+    const deep = JSON.parse(
+      `{"specVersion":"1.0","entries":[],"extensions":{"x":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`,
+    );
+    expect(messages(deep)).toEqual(['(root): nests deeper than 64 levels']);
+    expect(nestsDeeperThan({ a: [{ b: 1 }] }, 3)).toBe(false);
+    expect(nestsDeeperThan({ a: [{ b: {} }] }, 3)).toBe(true);
   });
 });
