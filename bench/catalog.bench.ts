@@ -390,8 +390,9 @@ async function main(): Promise<void> {
         '',
         'The time from a change to the republished catalog includes the AgentCard reconcile (the card must be ' +
           'Ready with the new version before a catalog lists it), the wait before a rebuild (at least 250 ms, and ' +
-          "at least twice the duration of the catalog's last rebuild, so that rebuilds of a large catalog take at " +
-          'most about a third of the process during bursts) and the rebuild itself (every entry, every partition).',
+          "until twice the duration of the catalog's last rebuild has passed since it ended, so that rebuilds of a " +
+          'large catalog take at most about a third of the process during bursts) and the rebuild itself (every ' +
+          'entry, every partition).',
       ].join('\n'),
     );
   } finally {

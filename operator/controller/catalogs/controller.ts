@@ -50,7 +50,7 @@ import { ownedCatalogStatus, planCatalog, type CatalogObject } from './plan.ts';
 
 /** How long card events are gathered before the catalogs they touch are rebuilt. */
 export const DEBOUNCE_MS = 250;
-/** A catalog rebuilt because AgentCards changed waits this many times its last rebuild's duration. */
+/** A catalog rebuilt because AgentCards changed rests this many times its last rebuild's duration. */
 const BUILD_SHARE = 2;
 
 export interface CatalogControllerOptions {
@@ -94,8 +94,8 @@ export class CatalogController {
   /** ConfigMaps being applied now (their watch event may beat the response). */
   private readonly applying = new Map<string, Record<string, string>>();
   private started = false;
-  /** How long each catalog's last reconcile took (ms). */
-  private readonly lastBuildMs = new Map<string, number>();
+  /** Each catalog's last reconcile: how long it took (ms) and when it ended. */
+  private readonly lastBuild = new Map<string, { ms: number; endedAt: number }>();
 
   constructor(opts: CatalogControllerOptions) {
     this.opts = opts;
@@ -268,23 +268,24 @@ export class CatalogController {
     inf.on('delete', (c) => {
       const key = keyOf(ref(c));
       this.seenGeneration.delete(key);
-      this.lastBuildMs.delete(key);
+      this.lastBuild.delete(key);
       this.catalogOverlay.forget(key);
       this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
     });
   }
 
   /**
-   * Queues a catalog; a delayed add (an AgentCard event) waits at least DEBOUNCE_MS and at least
-   * BUILD_SHARE times the catalog's last rebuild, so that while thousands of AgentCards change, a
-   * large catalog's rebuilds take at most about a third of the process's time and the AgentCard
-   * reconciles keep going.
+   * Queues a catalog; a delayed add (an AgentCard event) waits at least DEBOUNCE_MS, and until
+   * BUILD_SHARE times its last rebuild's duration has passed since that rebuild ended: while
+   * thousands of AgentCards change, a large catalog's rebuilds take at most about a third of the
+   * process's time and the AgentCard reconciles keep going, and an idle catalog starts at once.
    */
   private enqueue(key: string, delayMs = 0): void {
     if (!this.started) return;
-    if (delayMs > 0)
-      this.queue.addAfter(key, Math.max(delayMs, BUILD_SHARE * (this.lastBuildMs.get(key) ?? 0)));
-    else this.queue.add(key);
+    if (delayMs <= 0) return this.queue.add(key);
+    const last = this.lastBuild.get(key);
+    const rest = last ? last.endedAt + BUILD_SHARE * last.ms - performance.now() : 0;
+    this.queue.addAfter(key, Math.max(delayMs, rest));
   }
 
   /** Every catalog that can list a card of `namespace`. */
@@ -459,7 +460,8 @@ export class CatalogController {
     try {
       await this.reconcileCatalog(key);
     } finally {
-      this.lastBuildMs.set(key, performance.now() - started);
+      const endedAt = performance.now();
+      this.lastBuild.set(key, { ms: endedAt - started, endedAt });
     }
   }
 
