@@ -17,6 +17,8 @@ import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { runTool, type ToolResult } from '../test/support/tools.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
+import type { JWKS } from '../operator/card/verify.ts';
+import { verifyCatalog } from '../operator/catalog/signature.ts';
 import { createCA, issueServingCert } from '../operator/webhook/certs.ts';
 import type { DemoAgentUrls } from './demo-agent.ts';
 import { chartNginxImage, haveNginx, startNginx } from './demo-card-server.ts';
@@ -47,7 +49,7 @@ function say(line: string): void {
 }
 
 let stepNo = 0;
-const TOTAL_STEPS = 13;
+const TOTAL_STEPS = 14;
 async function step<T>(title: string, run: () => Promise<T>, done: (value: T) => string): Promise<T> {
   stepNo++;
   const started = Date.now();
@@ -164,7 +166,7 @@ async function main(argv: string[]): Promise<number> {
   );
 
   await step(
-    'Install the AgentCard CRD',
+    'Install the CRDs (AgentCard, AgentCatalog, ClusterAgentCatalog)',
     async () => {
       await kubectl([
         'apply',
@@ -181,7 +183,14 @@ async function main(argv: string[]): Promise<number> {
       for (;;) {
         const r = await runTool(
           'kubectl',
-          ['wait', '--for=condition=Established', 'crd/agentcards.agentcard.dev', '--timeout=30s'],
+          [
+            'wait',
+            '--for=condition=Established',
+            'crd/agentcards.agentcard.dev',
+            'crd/agentcatalogs.agentcard.dev',
+            'crd/clusteragentcatalogs.agentcard.dev',
+            '--timeout=30s',
+          ],
           { kubeconfig: kubeconfigFile },
         );
         if (r.code === 0) break;
@@ -189,7 +198,7 @@ async function main(argv: string[]): Promise<number> {
         await new Promise((done) => setTimeout(done, 250));
       }
     },
-    () => 'agentcards.agentcard.dev established',
+    () => 'agentcards, agentcatalogs and clusteragentcatalogs.agentcard.dev established',
   );
 
   await step(
@@ -235,6 +244,10 @@ async function main(argv: string[]): Promise<number> {
         'operator',
         `--kubeconfig=${kubeconfigFile}`,
         `--namespace=${namespace}`,
+        // The demo watches one namespace; its ClusterAgentCatalog lists it and publishes there
+        // (not --operator-namespace: the webhook never mutates the operator's own namespace).
+        '--cluster-catalogs',
+        `--catalog-namespace=${namespace}`,
         '--no-leader-elect',
         `--metrics-port=${metricsPort}`,
         '--bind-address=127.0.0.1',
@@ -476,6 +489,12 @@ async function main(argv: string[]): Promise<number> {
     (lines) => `${lines.length} audience${lines.length === 1 ? '' : 's'}, each card signed on its own`,
   );
 
+  const catalog = await step(
+    "Publish a signed ClusterAgentCatalog of the demo's agents and serve it with its page",
+    () => serveCatalog(namespace, examples.cards),
+    (c) => `${c.url} lists ${c.entries} agent(s); ${c.verification}`,
+  );
+
   const origin = new URL(cardUrl).origin;
   const discovery = await step(
     `Discover the agent at ${origin} and verify and probe it (agentcard discover, as another team would)`,
@@ -499,6 +518,8 @@ async function main(argv: string[]): Promise<number> {
   say(`Keys:          ${jwksUrl}`);
   say(`Verification:  ${verification.split('\n').join('\n               ')}`);
   say(`Audiences:     ${perAudience.join('\n               ')}`);
+  say(`Catalog:       ${catalog.url}`);
+  say(`Catalog page:  ${catalog.page}`);
   say('');
   say(`$ agentcard discover ${origin} --jwks ${jwksUrl} --probe --allow-cidr 127.0.0.0/8`);
   say(discovery);
@@ -509,6 +530,93 @@ async function main(argv: string[]): Promise<number> {
   say('Running; press Ctrl-C to stop everything the demo started.');
   await new Promise<void>((done) => (stopRequested = done));
   return 0;
+}
+
+/**
+ * A ClusterAgentCatalog of the demo namespace's AgentCards, signed with a key generated now, and
+ * the catalog server as the chart runs it (`agentcard sidecar` over the catalog's ConfigMap, laid
+ * out like a kubelet volume); the served catalog is verified against the served JWKS.
+ */
+async function serveCatalog(
+  namespace: string,
+  cards: string[],
+): Promise<{ url: string; page: string; entries: number; verification: string }> {
+  const name = `${namespace}-agents`;
+  const jwk = JSON.stringify(await generateSigningJwk('ES256', `${name}-demo`));
+  const manifests = [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'catalog-signing', namespace, labels: { 'agentcard.dev/signing-key': 'true' } },
+      stringData: { 'key.jwk': jwk },
+    },
+    {
+      apiVersion: 'agentcard.dev/v1alpha1',
+      kind: 'ClusterAgentCatalog',
+      metadata: { name },
+      spec: {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+        publisher: 'demo.example.com',
+        host: { displayName: 'agentcard-operator demo agents' },
+        signing: { keys: [{ secretRef: { name: 'catalog-signing', key: 'key.jwk' } }] },
+      },
+    },
+  ];
+  await kubectl(['apply', '-f', '-'], manifests.map((m) => JSON.stringify(m)).join('\n'));
+  cleanups.push({
+    what: `delete ClusterAgentCatalog ${name}`,
+    run: async () => void (await kubectl(['delete', 'clusteragentcatalog', name, '--ignore-not-found'])),
+  });
+  // Where it is published: the catalog's status says (the operator's namespace).
+  const deadline = Date.now() + 30_000;
+  let where: { namespace?: string; configMap?: string } = {};
+  while (!where.configMap) {
+    const got = await kubectl(['get', 'clusteragentcatalog', name, '-o', 'json']);
+    where = (JSON.parse(got.stdout) as { status?: typeof where }).status ?? {};
+    if (where.configMap) break;
+    if (Date.now() > deadline)
+      throw new Error(`ClusterAgentCatalog ${name} was not published: ${got.stdout.slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const volume = new ConfigMapVolume({
+    kubeconfig: kubeconfigFile,
+    namespace: where.namespace!,
+    name: where.configMap,
+    dir: join(logDir, 'catalog-volume'),
+    onError: (message) => say(`      catalog volume sync: ${message}`),
+  });
+  await volume.start();
+  cleanups.push({ what: 'stop the catalog ConfigMap sync', run: () => volume.stop() });
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  const child = await startProcess('catalog-server', [
+    agentcardBin,
+    'sidecar',
+    `--dir=${volume.dir}`,
+    `--port=${port}`,
+    `--metrics-port=${metricsPort}`,
+  ]);
+  const url = `http://127.0.0.1:${port}/.well-known/ai-catalog.json`;
+  await waitForHttp(url, child, 'catalog-server');
+  // Every demo card listed (they are Ready): the catalog follows them within seconds.
+  const listed = Date.now() + 30_000;
+  let doc: { entries?: unknown[] };
+  for (;;) {
+    doc = (await (await fetch(url)).json()) as { entries?: unknown[] };
+    if ((doc.entries?.length ?? 0) >= cards.length) break;
+    if (Date.now() > listed)
+      throw new Error(`the catalog lists ${doc.entries?.length ?? 0} of ${cards.length} AgentCards`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const jwks = (await (await fetch(url.replace('ai-catalog.json', 'jwks.json'))).json()) as JWKS;
+  const verified = await verifyCatalog(doc, jwks);
+  if (!verified.verified)
+    throw new Error(`the served catalog does not verify: ${JSON.stringify(verified.results)}`);
+  return {
+    url,
+    page: `http://127.0.0.1:${port}/`,
+    entries: doc.entries!.length,
+    verification: `signature verified: kid ${verified.kid}`,
+  };
 }
 
 type PodView = {

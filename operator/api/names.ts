@@ -5,6 +5,7 @@
  * role). Everything here is a constant or a pure function; the controller and the webhook
  * both import it and never each other.
  */
+import { createHash } from 'node:crypto';
 
 export const GROUP = 'agentcard.dev';
 export const VERSION = 'v1alpha1';
@@ -55,4 +56,41 @@ export function requestedCardName(annotation: string | undefined, namespace: str
   const slash = value.indexOf('/');
   if (slash < 0) return value;
   return value.slice(0, slash) === namespace ? value.slice(slash + 1) : undefined;
+}
+
+// ---- catalogs (AgentCatalog, ClusterAgentCatalog) -------------------------------------------
+// Modelled on cert-manager's Issuer and ClusterIssuer: the namespaced kind lists the AgentCards
+// of its own namespace, the cluster-scoped kind those of the namespaces it selects.
+
+export const CATALOG_KIND = 'AgentCatalog';
+export const CATALOG_PLURAL = 'agentcatalogs';
+export const CATALOG_SINGULAR = 'agentcatalog';
+export const CLUSTER_CATALOG_KIND = 'ClusterAgentCatalog';
+export const CLUSTER_CATALOG_PLURAL = 'clusteragentcatalogs';
+export const CLUSTER_CATALOG_SINGULAR = 'clusteragentcatalog';
+export type CatalogKind = typeof CATALOG_KIND | typeof CLUSTER_CATALOG_KIND;
+
+/** Label of a published catalog ConfigMap: catalogLabelValue() of the catalog that owns it. */
+export const CATALOG_LABEL = 'agentcard.dev/catalog';
+
+/**
+ * An AgentCard annotation stating where its card is served for the default audience (an https
+ * URL), for when the origin of its first interface is not where the card is (a gateway in front).
+ */
+export const CARD_URL_ANNOTATION = 'agentcard.dev/card-url';
+
+/**
+ * The root ConfigMap of a catalog (`<name>-ai-catalog`; `<name>-cluster-ai-catalog` for a
+ * ClusterAgentCatalog, published in the operator's namespace where an AgentCatalog of the same
+ * name may live), or partition `part` of it (`...-p<N>`).
+ */
+export function catalogConfigMapName(kind: CatalogKind, catalogName: string, part?: number): string {
+  const base = `${catalogName}${kind === CLUSTER_CATALOG_KIND ? '-cluster' : ''}-ai-catalog`;
+  return part === undefined ? base : `${base}-p${part}`;
+}
+
+/** Value of CATALOG_LABEL: the catalog's kind and name, hashed when longer than a label value may be. */
+export function catalogLabelValue(kind: CatalogKind, name: string): string {
+  const value = `${kind === CATALOG_KIND ? 'ns' : 'cluster'}.${name}`;
+  return value.length <= 63 ? value : `h.${createHash('sha256').update(value).digest('hex').slice(0, 40)}`;
 }

@@ -78,7 +78,8 @@ export function toStructural(node: Schema, path = '<root>'): Schema {
   return out;
 }
 
-const jsonSchema = (schema: z.ZodType): Schema =>
+/** The JSON Schema of a zod schema's input side (defaults are optional there), before conversion. */
+export const jsonSchema = (schema: z.ZodType): Schema =>
   z.toJSONSchema(schema, {
     io: 'input',
     unrepresentable: 'throw',

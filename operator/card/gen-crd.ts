@@ -1,10 +1,13 @@
-/** `npm run gen:crd`: writes the AgentCard CRD generated from the zod schemas into crds/. */
+/** `npm run gen:crd`: writes the CRDs generated from the zod schemas (AgentCard, the catalogs) into crds/. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CRD_FILE, crdYaml } from './crd.ts';
+import { CATALOG_CRDS } from '../catalog/crd.ts';
 
-const target = fileURLToPath(new URL(`../../${CRD_FILE}`, import.meta.url));
-mkdirSync(dirname(target), { recursive: true });
-writeFileSync(target, crdYaml());
-process.stdout.write(`wrote ${CRD_FILE}\n`);
+for (const { file, text } of [{ file: CRD_FILE, text: crdYaml }, ...CATALOG_CRDS]) {
+  const target = fileURLToPath(new URL(`../../${file}`, import.meta.url));
+  mkdirSync(dirname(target), { recursive: true });
+  writeFileSync(target, text());
+  process.stdout.write(`wrote ${file}\n`);
+}

@@ -151,6 +151,14 @@ export class Controller {
     return allInformers(this.informers.values());
   }
 
+  /**
+   * The caches by watched namespace ('' = all namespaces), for controllers that read the same
+   * objects (the catalog controller): they add handlers, never a second watch of the same objects.
+   */
+  caches(): ReadonlyMap<string, Informers> {
+    return this.informers;
+  }
+
   /** Names of informers that have not loaded their first list yet. */
   unsynced(): string[] {
     return this.all()

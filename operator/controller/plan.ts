@@ -156,14 +156,17 @@ function importCached(
   return key;
 }
 
-interface SigningOutcome {
+export interface SigningOutcome {
   condition: Omit<ConditionInput, 'type' | 'observedGeneration'>;
   keys?: SigningKey[];
 }
 
-/** Reads every signing key of the spec; any problem stops signing (and publishing). */
-async function loadSigningKeys(
-  spec: AgentCardSpec,
+/**
+ * Reads every signing key of the spec; any problem stops signing (and publishing). Also used by
+ * the catalog controller, whose spec.signing has the same shape.
+ */
+export async function loadSigningKeys(
+  spec: Pick<AgentCardSpec, 'signing'>,
   namespace: string,
   secrets: ReadonlyMap<string, SecretView | undefined>,
   served: string,

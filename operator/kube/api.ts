@@ -32,18 +32,26 @@ export function applyConfigMap(
   });
 }
 
-/** Server-side applies `body` (apiVersion, kind, metadata, status) on the status subresource. */
+/**
+ * Server-side applies `body` (apiVersion, kind, metadata, status) on the status subresource; an
+ * undefined namespace addresses a cluster-scoped object.
+ */
 export function applyStatus(
   client: KubeClient,
   ref: ResourceRef,
-  namespace: string,
+  namespace: string | undefined,
   name: string,
   body: Record<string, unknown>,
 ): Promise<KubernetesObject> {
+  const scope = namespace === undefined ? '' : `/namespaces/${seg(namespace)}`;
   return client.request(
     'PATCH',
-    `/apis/${ref.group}/${ref.version}/namespaces/${seg(namespace)}/${ref.plural}/${seg(name)}/status`,
-    { query: APPLY, body, contentType: CONTENT_TYPE.apply },
+    `/apis/${ref.group}/${ref.version}${scope}/${ref.plural}/${seg(name)}/status`,
+    {
+      query: APPLY,
+      body,
+      contentType: CONTENT_TYPE.apply,
+    },
   );
 }
 

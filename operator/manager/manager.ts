@@ -16,6 +16,7 @@ import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
 import { Controller } from '../controller/controller.ts';
+import { CatalogController } from '../controller/catalogs/controller.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { ControllerMetrics } from '../controller/metrics.ts';
@@ -41,6 +42,12 @@ export interface OperatorConfig {
   probeDenyCidrs: string[];
   /** Infinity: never rewrite an unchanged lastProbeTime. */
   probeStatusRefreshMs: number;
+  /** Reconcile AgentCatalogs and ClusterAgentCatalogs (on by default). */
+  catalogs: boolean;
+  /** Reconcile ClusterAgentCatalogs; undefined: when every namespace is watched. */
+  clusterCatalogs?: boolean;
+  /** Where ClusterAgentCatalogs publish and read their signing keys; default: the operator's namespace. */
+  catalogNamespace?: string;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -88,6 +95,8 @@ export async function runOperator(
     onWrite: () => metrics.apiWrites.inc({ resource: 'event' }),
   });
   let controller: Controller | undefined;
+  let catalogs: CatalogController | undefined;
+  const operatorNamespace = flags.operatorNamespace ?? contextNamespace(kc) ?? 'default';
   const probes: ProbeHooks = flags.probes
     ? probeWiring({
         allowCidrs: flags.probeAllowCidrs,
@@ -114,7 +123,7 @@ export async function runOperator(
           secretName: flags.webhook.secret,
           serviceName: flags.webhook.service,
           webhookConfigName: flags.webhook.config,
-          operatorNamespace: flags.operatorNamespace ?? contextNamespace(kc) ?? 'default',
+          operatorNamespace,
           sidecarImage: flags.webhook.sidecarImage,
           sidecarMode: flags.webhook.sidecarMode,
           sidecarServer: flags.webhook.sidecarServer,
@@ -136,7 +145,7 @@ export async function runOperator(
     notReadyReason: () => {
       if (elector && !elector.isLeader) return undefined; // a standby is ready to take over
       if (!controller) return 'starting';
-      const unsynced = controller.unsynced();
+      const unsynced = [...controller.unsynced(), ...(catalogs?.unsynced() ?? [])];
       return unsynced.length ? `informers not synced: ${unsynced.join(', ')}` : undefined;
     },
   });
@@ -149,7 +158,27 @@ export async function runOperator(
     probes: flags.probes,
   });
 
-  const newController = () =>
+  /** The AgentCard controller and, sharing its caches, the catalog controller. */
+  const newControllers = () => {
+    const cards = newCardController();
+    catalogs = flags.catalogs
+      ? new CatalogController({
+          client,
+          log,
+          caches: cards.caches(),
+          clusterNamespace: flags.catalogNamespace ?? operatorNamespace,
+          clusterCatalogs: flags.clusterCatalogs,
+          resyncMs: flags.resyncMs,
+          onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
+        })
+      : undefined;
+    return cards;
+  };
+  /** Starts both; the catalog controller adds its handlers before the shared caches start. */
+  const startControllers = (signal: AbortSignal) =>
+    Promise.all([controller!.start(signal), catalogs?.start(signal)]).then(() => undefined);
+
+  const newCardController = () =>
     new Controller({
       client,
       namespaces: flags.namespaces,
@@ -167,7 +196,7 @@ export async function runOperator(
     if (!controller) return true;
     const c = controller;
     const finished = await Promise.race([
-      c.stop().then(() => true),
+      Promise.all([catalogs?.stop(), c.stop()]).then(() => true),
       new Promise<boolean>((r) => setTimeout(() => r(false), SHUTDOWN_BUDGET_MS).unref()),
     ]);
     await probes.stop();
@@ -193,8 +222,8 @@ export async function runOperator(
     log.info('campaigning for the leader lease', { leaseNamespace, lease: flags.leaderElectionId, identity });
     if (await elector.acquire(opts.signal)) {
       metrics.leader.set(1);
-      controller = newController();
-      const started = controller.start(opts.signal).catch((err: unknown) => {
+      controller = newControllers();
+      const started = startControllers(opts.signal).catch((err: unknown) => {
         if (!opts.signal.aborted) log.error('controller failed to start', { error: String(err) });
       });
       const { lost } = await elector.holdUntilLost(opts.signal);
@@ -213,9 +242,9 @@ export async function runOperator(
     }
   } else {
     metrics.leader.set(1);
-    controller = newController();
+    controller = newControllers();
     await Promise.race([
-      controller.start(opts.signal).catch((err: unknown) => {
+      startControllers(opts.signal).catch((err: unknown) => {
         if (!opts.signal.aborted) log.error('controller failed to start', { error: String(err) });
       }),
       new Promise((r) => opts.signal.addEventListener('abort', r, { once: true })),

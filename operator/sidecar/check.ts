@@ -57,6 +57,28 @@ export function checkJwks(jwks: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * An AI Catalog (`ai-catalog.json` and its partitions): an object with a "Major.Minor"
+ * specVersion and an entries list (AI Catalog spec, "Catalog Object"). The controller validated
+ * and signed it; this only refuses a truncated or wrong file.
+ */
+export function checkCatalog(catalog: unknown): string | undefined {
+  if (!isObject(catalog)) return 'ai-catalog.json is not a JSON object';
+  if (typeof catalog.specVersion !== 'string' || !/^\d+\.\d+$/.test(catalog.specVersion)) {
+    return 'ai-catalog.json: \'specVersion\' must be a "Major.Minor" string';
+  }
+  if (!Array.isArray(catalog.entries)) return "ai-catalog.json: 'entries' must be a list";
+  if (!catalog.entries.every(isObject)) return 'ai-catalog.json: every entry must be an object';
+  return undefined;
+}
+
+/** The catalog page (`index.html` and its partitions): an HTML document. */
+export function checkPage(text: unknown): string | undefined {
+  if (typeof text !== 'string' || !/^\s*<!doctype html>/i.test(text))
+    return 'index.html is not an HTML document';
+  return undefined;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { candidates } from './audience.ts';
-import { COMMON_HEADERS, CORS_HEADERS, DOCUMENTS } from './version.ts';
+import { COMMON_HEADERS, CORS_HEADERS, DOCUMENTS, PARTITION_PATH, PARTITION_ROUTES } from './version.ts';
 import type { CardVersion, PreparedAnswer, PreparedDocument } from './version.ts';
 
 /** Every answer is prepared once (per version, or at start) and never changed. */
@@ -77,27 +77,31 @@ const HEALTH: ReadonlyMap<string, Record<'ok' | 'options' | 'notAllowed', Answer
     },
   ]),
 );
-const FIXED: ReadonlyMap<
-  string,
-  Record<'notFound' | 'notAllowed' | 'notLoaded' | 'options' | 'preflight', Answer>
-> = new Map(
-  DOCUMENTS.map(({ path: route }) => [
-    route,
-    {
-      notFound: { ...NOT_FOUND, route },
-      notAllowed: { ...NOT_ALLOWED, route },
-      notLoaded: { ...NOT_LOADED, route },
-      options: { ...OPTIONS_PLAIN, route },
-      preflight: { ...PREFLIGHT, route },
-    },
-  ]),
+type Fixed = Record<'notFound' | 'notAllowed' | 'notLoaded' | 'options' | 'preflight', Answer>;
+const fixedAnswers = (route: string): Fixed => ({
+  notFound: { ...NOT_FOUND, route },
+  notAllowed: { ...NOT_ALLOWED, route },
+  notLoaded: { ...NOT_LOADED, route },
+  options: { ...OPTIONS_PLAIN, route },
+  preflight: { ...PREFLIGHT, route },
+});
+const FIXED: ReadonlyMap<string, Fixed> = new Map(
+  DOCUMENTS.map(({ path: route }) => [route, fixedAnswers(route)]),
 );
+/** A catalog's partitions (nested catalogs and their pages), labelled by one route each. */
+const PARTITION_FIXED = {
+  json: fixedAnswers(PARTITION_ROUTES.json),
+  html: fixedAnswers(PARTITION_ROUTES.html),
+};
 
 export function answer(req: RequestLine, version: CardVersion | undefined): Answer {
   const q = req.url.indexOf('?');
   const path = q < 0 ? req.url : req.url.slice(0, q);
-  const fixed = FIXED.get(path);
-  if (fixed === undefined) {
+  let fixed = FIXED.get(path);
+  if (fixed === undefined && PARTITION_PATH.test(path))
+    fixed = path.endsWith('.json') ? PARTITION_FIXED.json : PARTITION_FIXED.html;
+  // `/` is the catalog page when a catalog is served, else the health answer it always was.
+  if (fixed === undefined || (path === '/' && !version?.documents.has('/'))) {
     const health = HEALTH.get(path);
     if (health === undefined) return OTHER;
     if (req.method === 'GET' || req.method === 'HEAD') return health.ok;
@@ -129,8 +133,9 @@ export function lookup(
   path: string,
   host: string | undefined,
 ): PreparedDocument | undefined {
-  if (host !== undefined && version.variants.size > 0) {
-    for (const name of candidates(FILE_OF.get(path)!, host)) {
+  const file = FILE_OF.get(path);
+  if (host !== undefined && file !== undefined && version.variants.size > 0) {
+    for (const name of candidates(file, host)) {
       const doc = version.variants.get(name);
       if (doc !== undefined) return doc;
     }

@@ -15,7 +15,7 @@ import type { FSWatcher } from 'node:fs';
 import { readFile, readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isVariantFile } from './audience.ts';
-import { DOCUMENTS, MAX_AGE_FILE, MAX_FILE_BYTES } from './version.ts';
+import { DOCUMENTS, isPartitionFile, MAX_AGE_FILE, MAX_FILE_BYTES } from './version.ts';
 import type { FileContent, FileSet } from './version.ts';
 
 const FILES = [...DOCUMENTS.map((d) => d.file), MAX_AGE_FILE];
@@ -28,7 +28,7 @@ async function fileNames(base: string): Promise<string[]> {
   } catch {
     return FILES;
   }
-  return [...FILES, ...entries.filter(isVariantFile).sort()];
+  return [...FILES, ...entries.filter((e) => isVariantFile(e) || isPartitionFile(e)).sort()];
 }
 
 export interface Snapshot {

@@ -5,14 +5,55 @@
  */
 import { createHash } from 'node:crypto';
 import { isVariantFile } from './audience.ts';
-import { checkAgentCard, checkJwks, checkLegacyCard } from './check.ts';
+import { checkAgentCard, checkCatalog, checkJwks, checkLegacyCard, checkPage } from './check.ts';
+import { PAGE_CSP } from '../catalog/page-style.ts';
 
-/** ConfigMap keys (files in the mounted directory) and the paths they are served at. */
+const JSON_TYPE = 'application/json';
+const HTML_TYPE = 'text/html; charset=utf-8';
+/** AI Catalog spec, "Media Type" (the same constant as operator/catalog/document.ts, which the sidecar does not load). */
+const AI_CATALOG_MEDIA_TYPE = 'application/ai-catalog+json';
+
+/**
+ * ConfigMap keys (files in the mounted directory), the paths they are served at and their media
+ * types. A card ConfigMap has agent-card.json; a catalog ConfigMap (the catalog server) has
+ * ai-catalog.json (AI Catalog spec, "Well-Known URI" and "Media Type") and its page, index.html,
+ * served at `/` with a Content-Security-Policy that allows its one inline style and nothing else.
+ */
 export const DOCUMENTS = [
-  { file: 'agent-card.json', path: '/.well-known/agent-card.json', required: true, check: checkAgentCard },
-  { file: 'agent.json', path: '/.well-known/agent.json', required: false, check: checkLegacyCard },
-  { file: 'jwks.json', path: '/.well-known/jwks.json', required: false, check: checkJwks },
+  { file: 'agent-card.json', path: '/.well-known/agent-card.json', check: checkAgentCard, type: JSON_TYPE },
+  { file: 'agent.json', path: '/.well-known/agent.json', check: checkLegacyCard, type: JSON_TYPE },
+  { file: 'jwks.json', path: '/.well-known/jwks.json', check: checkJwks, type: JSON_TYPE },
+  {
+    file: 'ai-catalog.json',
+    path: '/.well-known/ai-catalog.json',
+    check: checkCatalog,
+    type: AI_CATALOG_MEDIA_TYPE,
+  },
+  { file: 'index.html', path: '/', check: checkPage, type: HTML_TYPE },
 ] as const;
+/** One of these two is required: a version is a card, a catalog, or both. */
+const PRIMARY_FILES = ['agent-card.json', 'ai-catalog.json'] as const;
+
+/**
+ * Partitions of a large catalog (nested catalogs, operator/catalog/build.ts):
+ * `ai-catalog.p<N>.json` at `/.well-known/ai-catalog/p<N>.json`, its page `index.p<N>.html` at
+ * `/p<N>.html`.
+ */
+const PARTITION_FILE = /^(?:ai-catalog\.p(\d{1,3})\.json|index\.p(\d{1,3})\.html)$/;
+export const isPartitionFile = (name: string): boolean => PARTITION_FILE.test(name);
+/** The URL path of a partition file; undefined for any other name. */
+export function partitionPath(name: string): string | undefined {
+  const m = PARTITION_FILE.exec(name);
+  if (!m) return undefined;
+  return m[1] !== undefined ? `/.well-known/ai-catalog/p${Number(m[1])}.json` : `/p${Number(m[2])}.html`;
+}
+/** Metrics labels of partition paths (bounded cardinality). */
+export const PARTITION_ROUTES = {
+  json: '/.well-known/ai-catalog/{partition}.json',
+  html: '/{partition}.html',
+} as const;
+export const PARTITION_PATH = /^\/(?:\.well-known\/ai-catalog\/p\d{1,3}\.json|p\d{1,3}\.html)$/;
+
 export const MAX_AGE_FILE = 'cache-max-age-seconds';
 /** Same bound as spec.serving.cacheMaxAgeSeconds in the AgentCard resource. */
 export const MAX_AGE_LIMIT = 86_400;
@@ -83,27 +124,48 @@ export function prepareVersion(files: FileSet, opts: { defaultMaxAgeSeconds: num
 
   const documents = new Map<string, PreparedDocument>();
   let cardVersion = '';
+  if (!PRIMARY_FILES.some((f) => files.has(f))) return { ok: false, problem: 'agent-card.json is missing' };
   for (const doc of DOCUMENTS) {
     const content = files.get(doc.file);
-    if (!content) {
-      if (doc.required) return { ok: false, problem: `${doc.file} is missing` };
-      continue;
-    }
+    if (!content) continue;
     const parsed = parseFile(doc.file, doc.file, content, doc.check);
     if (!parsed.ok) return parsed;
     if (doc.file === 'agent-card.json') cardVersion = (parsed.value as { version: string }).version;
-    documents.set(doc.path, prepareDocument(doc.path, content, maxAge));
+    documents.set(doc.path, prepareDocument(doc.path, content, maxAge, doc.type));
   }
+  const sorted = [...files].sort(([a], [b]) => (a < b ? -1 : 1));
   // Other audiences' cards are checked like the default one: one bad variant refuses the version.
   const variants = new Map<string, PreparedDocument>();
-  for (const [name, content] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (!isVariantFile(name)) continue;
-    const doc = DOCUMENTS.find((d) => name.endsWith('.' + d.file))!;
-    const parsed = parseFile(name, doc.file, content, doc.check);
+  for (const [name, content] of sorted) {
+    if (isVariantFile(name)) {
+      const doc = DOCUMENTS.find((d) => name.endsWith('.' + d.file))!;
+      const parsed = parseFile(name, doc.file, content, doc.check);
+      if (!parsed.ok) return parsed;
+      variants.set(name, prepareDocument(doc.path, content, maxAge, doc.type));
+      continue;
+    }
+    const path = partitionPath(name);
+    if (path === undefined) continue;
+    const json = name.endsWith('.json');
+    const parsed = parseFile(
+      name,
+      json ? 'ai-catalog.json' : 'index.html',
+      content,
+      json ? checkCatalog : checkPage,
+    );
     if (!parsed.ok) return parsed;
-    variants.set(name, prepareDocument(doc.path, content, maxAge));
+    documents.set(
+      path,
+      prepareDocument(
+        json ? PARTITION_ROUTES.json : PARTITION_ROUTES.html,
+        content,
+        maxAge,
+        json ? AI_CATALOG_MEDIA_TYPE : HTML_TYPE,
+      ),
+    );
   }
-  const digest = 'sha256:' + createHash('sha256').update(files.get('agent-card.json')!.bytes).digest('hex');
+  const primary = files.get('agent-card.json') ?? files.get('ai-catalog.json')!;
+  const digest = 'sha256:' + createHash('sha256').update(primary.bytes).digest('hex');
   return { ok: true, version: { documents, variants, digest, cardVersion, maxAgeSeconds: maxAge } };
 }
 
@@ -119,7 +181,9 @@ function parseFile(
   }
   let value: unknown;
   try {
-    value = JSON.parse(content.bytes.toString('utf8'));
+    // The page is text, checked as it is; every other document is JSON.
+    value =
+      base === 'index.html' ? content.bytes.toString('utf8') : JSON.parse(content.bytes.toString('utf8'));
   } catch (err) {
     return { ok: false, problem: `${name} is not valid JSON (${(err as Error).message.split('\n', 1)[0]})` };
   }
@@ -138,7 +202,12 @@ function parseMaxAge(content: FileContent | undefined, fallback: number): number
   return value;
 }
 
-function prepareDocument(route: string, content: FileContent, maxAgeSeconds: number): PreparedDocument {
+function prepareDocument(
+  route: string,
+  content: FileContent,
+  maxAgeSeconds: number,
+  contentType: string,
+): PreparedDocument {
   const body = Buffer.from(content.bytes); // a private copy: the caller's buffer may be reused
   const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
   const lastModifiedSeconds = Math.floor(content.mtimeMs / 1000);
@@ -152,14 +221,11 @@ function prepareDocument(route: string, content: FileContent, maxAgeSeconds: num
     'Cache-Control',
     `public, max-age=${maxAgeSeconds}`,
   ];
-  const headers304 = [...validators, ...CORS_HEADERS, ...COMMON_HEADERS];
-  const headers200 = [
-    'Content-Type',
-    'application/json',
-    'Content-Length',
-    String(body.length),
-    ...headers304,
-  ];
+  // The page allows nothing but its own inline style (operator/catalog/page-style.ts).
+  const policy =
+    contentType === HTML_TYPE ? ['Content-Security-Policy', PAGE_CSP, 'Referrer-Policy', 'no-referrer'] : [];
+  const headers304 = [...validators, ...CORS_HEADERS, ...policy, ...COMMON_HEADERS];
+  const headers200 = ['Content-Type', contentType, 'Content-Length', String(body.length), ...headers304];
   const answers = {
     get: { status: 200, headers: headers200, body, route },
     head: { status: 200, headers: headers200, route },

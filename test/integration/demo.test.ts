@@ -46,6 +46,10 @@ describe('npm run demo -- --once', () => {
     expect(result.stdout).toMatch(/^NAME\s+READY\s+SIGNED\s+INTERFACES\s+VERSION\s+AGE/m);
     expect(result.stdout).toMatch(/Served card:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json/);
     expect(result.stdout).toMatch(/Verification:\s+\S*.*verified/i);
+    // The cluster catalog of the demo's agents, served and verified.
+    expect(result.stdout).toMatch(/Catalog:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/ai-catalog\.json/);
+    expect(result.stdout).toMatch(/lists 2 agent\(s\); signature verified: kid \S+-agents-demo/);
+    expect(result.stdout).toContain(`delete ClusterAgentCatalog ${namespace}-agents: done`);
     // Two audiences of examples/agentcard-audiences.yaml, each served its own signed card by Host.
     expect(result.stdout).toMatch(
       /Audiences:\s+default \(Host: 127\.0\.0\.1\): http:\/\/127\.0\.0\.1:\d+\S*, verified/,

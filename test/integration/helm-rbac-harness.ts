@@ -6,8 +6,10 @@
  * chart's Deployment and a TokenRequest token of the chart's ServiceAccount, through one cycle:
  * leader election, informers ready, an AgentCard signed with a key Secret, published, its
  * interfaces probed (a real @a2a-js/sdk agent on loopback), events, the serving summary of a
- * Pod that asks for the card, and the admission webhook: its certificate Secret, the caBundle,
- * an AdmissionReview answered over HTTPS, and a certificate replaced (see `cycle`).
+ * Pod that asks for the card, catalogs (an AgentCatalog, and in cluster-wide mode a
+ * ClusterAgentCatalog published in the operator's namespace), and the admission webhook: its
+ * certificate Secret, the caBundle, an AdmissionReview answered over HTTPS, and a certificate
+ * replaced (see `cycle`).
  *
  * Sufficient: the cycle completes and the operator never got a 403.
  * Minimal: for every verb of every rule bound to the ServiceAccount, the same cycle with only
@@ -67,6 +69,7 @@ let tokenKubeconfig: string;
 let operatorArgs: string[];
 let agent: DemoAgent;
 let cycleNo = 0;
+let namespacedMode = false;
 
 function helm(args: string[]) {
   return runTool('helm', args, { kubeconfig: kubeconfigPath(), timeoutMs: 120_000 });
@@ -77,6 +80,7 @@ function helm(args: string[]) {
  * and gets a token of its ServiceAccount. One harness per test file (vitest isolates modules).
  */
 export async function setUp(opts: { namespaced?: boolean } = {}): Promise<{ release: string }> {
+  namespacedMode = opts.namespaced === true;
   opNs = await createTestNamespace('rbac-operator');
   appNs = await createTestNamespace('rbac-app');
   release = `rb-${opNs.name.slice(-8)}`;
@@ -101,6 +105,15 @@ export async function setUp(opts: { namespaced?: boolean } = {}): Promise<{ rele
 
 export async function tearDown(): Promise<void> {
   await agent?.close();
+  for (let n = 1; n <= cycleNo; n++) {
+    await deleteIfExists(() =>
+      custom.deleteClusterCustomObject({
+        ...CATALOGS,
+        plural: 'clusteragentcatalogs',
+        name: clusterCatalog(n),
+      }),
+    );
+  }
   if (release) await helm(['uninstall', release, '--namespace', opNs.name]);
   await appNs?.cleanup();
   await opNs?.cleanup();
@@ -108,6 +121,13 @@ export async function tearDown(): Promise<void> {
 }
 
 export type CycleResult = { ok: true } | { ok: false; reason: string };
+
+const CATALOGS = { group: 'agentcard.dev', version: 'v1alpha1' };
+const clusterCatalog = (n: number) => `rbac-${release}-${n}`;
+const catalogReady = (obj: unknown) =>
+  (
+    obj as { status?: { conditions?: { type: string; status: string }[]; entries?: number } }
+  ).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 /** Replaces `--name=value` flags of the chart's command line; appends the rest. */
 function withFlags(args: string[], flags: Record<string, string | null>): string[] {
@@ -259,6 +279,56 @@ export async function cycle(): Promise<CycleResult> {
       const cm = await core.readNamespacedConfigMap({ name: `${card}-agent-card`, namespace: appNs.name });
       return Boolean(cm.data?.['agent-card.json']);
     });
+    // Catalogs: an AgentCatalog of the app namespace and, in cluster-wide mode, a
+    // ClusterAgentCatalog, which publishes in the operator's namespace (read by a LIST there).
+    await custom.createNamespacedCustomObject({
+      ...CATALOGS,
+      plural: 'agentcatalogs',
+      namespace: appNs.name,
+      body: {
+        apiVersion: 'agentcard.dev/v1alpha1',
+        kind: 'AgentCatalog',
+        metadata: { name: `catalog-${n}` },
+        spec: {},
+      },
+    });
+    await op.until('the AgentCatalog Ready and published', async () => {
+      const obj = await custom.getNamespacedCustomObject({
+        ...CATALOGS,
+        plural: 'agentcatalogs',
+        namespace: appNs.name,
+        name: `catalog-${n}`,
+      });
+      const cm = await core.readNamespacedConfigMap({
+        name: `catalog-${n}-ai-catalog`,
+        namespace: appNs.name,
+      });
+      return catalogReady(obj) && Boolean(cm.data?.['ai-catalog.json']?.includes(`:${card}"`));
+    });
+    if (!namespacedMode) {
+      await custom.createClusterCustomObject({
+        ...CATALOGS,
+        plural: 'clusteragentcatalogs',
+        body: {
+          apiVersion: 'agentcard.dev/v1alpha1',
+          kind: 'ClusterAgentCatalog',
+          metadata: { name: clusterCatalog(n) },
+          spec: {},
+        },
+      });
+      await op.until('the ClusterAgentCatalog Ready and published', async () => {
+        const obj = await custom.getClusterCustomObject({
+          ...CATALOGS,
+          plural: 'clusteragentcatalogs',
+          name: clusterCatalog(n),
+        });
+        const cm = await core.readNamespacedConfigMap({
+          name: `${clusterCatalog(n)}-cluster-ai-catalog`,
+          namespace: opNs.name,
+        });
+        return catalogReady(obj) && Boolean(cm.data?.['ai-catalog.json']?.includes(`:${card}"`));
+      });
+    }
     await op.until('an event about the AgentCard', async () => {
       const list = await eventsApi.listNamespacedEvent({ namespace: appNs.name });
       return list.items.some((e) => e.regarding?.name === card && e.regarding.kind === 'AgentCard');

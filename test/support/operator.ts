@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { CRD_FILE } from '../../operator/card/crd.ts';
-import { GROUP, PLURAL, VERSION } from '../../operator/api/names.ts';
+import { CATALOG_CRDS } from '../../operator/catalog/crd.ts';
+import { CATALOG_PLURAL, CLUSTER_CATALOG_PLURAL, GROUP, PLURAL, VERSION } from '../../operator/api/names.ts';
 import { parseOperatorFlags } from '../../operator/cli/commands/operator.ts';
 import { runOperator } from '../../operator/manager/manager.ts';
 import { createLogger } from '../../operator/log.ts';
@@ -52,6 +53,14 @@ export async function waitFor<T>(
 export async function installCrd(kc: KubeConfig): Promise<void> {
   await applyYaml(readFileSync(join(repoRoot, CRD_FILE), 'utf8'), { kc });
   await waitForCrdEstablished(`${PLURAL}.${GROUP}`, 30_000, kc);
+}
+
+/** Installs the AgentCatalog and ClusterAgentCatalog CRDs too (after the AgentCard CRD). */
+export async function installCatalogCrds(kc: KubeConfig): Promise<void> {
+  await installCrd(kc);
+  for (const { file } of CATALOG_CRDS) await applyYaml(readFileSync(join(repoRoot, file), 'utf8'), { kc });
+  await waitForCrdEstablished(`${CATALOG_PLURAL}.${GROUP}`, 30_000, kc);
+  await waitForCrdEstablished(`${CLUSTER_CATALOG_PLURAL}.${GROUP}`, 30_000, kc);
 }
 
 export { sampleCard } from './cards.ts';

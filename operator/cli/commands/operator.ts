@@ -45,6 +45,14 @@ Probes:
   --probe-deny-cidr CIDR            never probe this range (repeatable; e.g. cluster ranges in public space)
   --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
                                     (default 10m; 0 = never: no status writes while nothing changes)
+Catalogs:
+  --no-catalogs                     do not reconcile AgentCatalogs and ClusterAgentCatalogs (default: on)
+  --cluster-catalogs / --no-cluster-catalogs
+                                    reconcile ClusterAgentCatalogs: they list the watched namespaces'
+                                    cards and publish in --operator-namespace (default: on when every
+                                    namespace is watched; needs to list and watch Namespaces)
+  --catalog-namespace NS            where ClusterAgentCatalogs publish and read their signing keys
+                                    (default: --operator-namespace)
 Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -134,6 +142,9 @@ export function parseOperatorFlags(
         'probe-concurrency': { type: 'string' },
         'probe-deny-cidr': { type: 'string', multiple: true },
         'probe-status-refresh': { type: 'string' },
+        catalogs: { type: 'boolean', default: true },
+        'cluster-catalogs': { type: 'boolean' },
+        'catalog-namespace': { type: 'string' },
         'webhook-port': { type: 'string' },
         'webhook-cert-mode': { type: 'string' },
         'webhook-cert-dir': { type: 'string' },
@@ -201,6 +212,9 @@ export function parseOperatorFlags(
     probeDenyCidrs: cidrs('probe-deny-cidr', values['probe-deny-cidr']),
     probeStatusRefreshMs:
       duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
+    catalogs: values.catalogs ?? true,
+    clusterCatalogs: values['cluster-catalogs'],
+    catalogNamespace: values['catalog-namespace'],
     webhook: {
       port: webhookPort,
       certMode,

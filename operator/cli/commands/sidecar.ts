@@ -17,7 +17,9 @@ const USAGE = `usage: agentcard sidecar --dir DIR [--port 8095] [--max-age SECON
 
 Serves agent-card.json, agent.json and jwks.json from DIR (a mounted card ConfigMap) at
 /.well-known/ (per-host variants host.<host>.<file> and wildcard.<suffix>.<file> selected by
-Host), 200 at / and /healthz, and /healthz, /readyz, /metrics on the metrics port.
+Host), 200 at / and /healthz, and /healthz, /readyz, /metrics on the metrics port. With a
+catalog ConfigMap (ai-catalog.json, index.html, partitions ai-catalog.p<N>.json) it is the
+catalog server: /.well-known/ai-catalog.json, the page at /, /.well-known/ai-catalog/p<N>.json.
 
   --dir DIR                 directory with the ConfigMap's files (required)
   --port N                  card port (default 8095; 0 picks a free port)

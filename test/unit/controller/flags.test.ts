@@ -25,10 +25,17 @@ describe('agentcard operator flags', () => {
       probeConcurrency: 64,
       probeDenyCidrs: [],
       probeStatusRefreshMs: 600_000,
+      catalogs: true,
       // No sidecar image, no webhook: a bare local run starts.
       webhook: { port: 0, certMode: 'self-signed', sidecarMode: 'auto' },
     });
     expect(f === 'help' ? undefined : f.leaderElectionNamespace).toBeUndefined();
+    // Cluster catalogs follow the watched namespaces unless a flag says otherwise.
+    expect(f === 'help' ? 'help' : f.clusterCatalogs).toBeUndefined();
+    expect(parseOperatorFlags(['--no-catalogs', '--cluster-catalogs'], {})).toMatchObject({
+      catalogs: false,
+      clusterCatalogs: true,
+    });
   });
 
   it('reads repeatable, negated and environment-defaulted flags', () => {

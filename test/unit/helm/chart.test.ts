@@ -249,7 +249,16 @@ describe('default values', async () => {
   it('keeps the CRD out of the templates (it ships in crds/)', async () => {
     expect(r.all('CustomResourceDefinition')).toEqual([]);
     const withCrds = await render({}, ['--include-crds']);
-    expect(withCrds.one('CustomResourceDefinition').metadata.name).toBe('agentcards.agentcard.dev');
+    expect(
+      withCrds
+        .all('CustomResourceDefinition')
+        .map((c) => c.metadata.name)
+        .sort(),
+    ).toEqual([
+      'agentcards.agentcard.dev',
+      'agentcatalogs.agentcard.dev',
+      'clusteragentcatalogs.agentcard.dev',
+    ]);
   });
 });
 
@@ -279,7 +288,7 @@ describe('RBAC', async () => {
       }
   });
 
-  it('writes cluster-wide only AgentCard status, its ConfigMaps, events, and its own webhook caBundle', () => {
+  it('writes cluster-wide only AgentCard and catalog status, its ConfigMaps, events, and its own webhook caBundle', () => {
     const writes = new Set<string>();
     for (const role of all.filter(
       (x) => x.kind === 'ClusterRole' && !x.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'],
@@ -294,6 +303,8 @@ describe('RBAC', async () => {
     expect([...writes].sort()).toEqual(
       [
         'agentcards/status:patch',
+        'agentcatalogs/status:patch',
+        'clusteragentcatalogs/status:patch',
         'configmaps:create',
         'configmaps:patch',
         'events:create',

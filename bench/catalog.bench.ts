@@ -1,0 +1,417 @@
+/**
+ * Catalog benchmark: N AgentCards (default 10,000) in one ClusterAgentCatalog on the local
+ * control plane, with a real `agentcard operator` process (no leader election, no probes).
+ *
+ * Measures:
+ * - the time from the last AgentCard seen Ready to the catalog republished with every card
+ *   (its status.entries = N, written after its ConfigMaps), both observed through watches;
+ * - the time from one card's change (a new spec.card.version) to the catalog partition holding
+ *   that version, while the N cards are steady (median of several changes);
+ * - API writes in steady state over a quiet period (counted by the API server);
+ * - the operator's RSS added by the catalog controller: the same operator restarted over the same
+ *   published state, catalogs on and catalogs off (--no-catalogs), RSS once steady, side by side;
+ * - bytes published and served per entry (catalog JSON, and the HTML page).
+ * Results go to the `## Catalogs` section of docs/BENCHMARKS.md.
+ *
+ * Run: `node bench/catalog.bench.ts [--cards 10000] [--changes 5]` (Node.js 24, e.g. through npx).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  loadAllYaml,
+  makeInformer,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type V1ConfigMap,
+} from '@kubernetes/client-node';
+import { CRD_FILE } from '../operator/card/crd.ts';
+import { CATALOG_CRDS } from '../operator/catalog/crd.ts';
+import { CATALOG_LABEL, GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
+import { down, up } from '../test/controlplane/control.ts';
+import { kubeconfigFile } from '../test/controlplane/paths.ts';
+import { table, writeSection } from './report.ts';
+
+const root = resolve(import.meta.dirname, '..');
+const log = (line: string) => process.stderr.write(`[catalog] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const { values } = parseArgs({
+  options: { cards: { type: 'string', default: '10000' }, changes: { type: 'string', default: '5' } },
+});
+const N = Number(values.cards);
+const CHANGES = Number(values.changes);
+const CARDS = { group: GROUP, version: VERSION, plural: PLURAL };
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+
+async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+async function apiWrites(kc: KubeConfig): Promise<number> {
+  const opts: Parameters<typeof request>[1] = { method: 'GET' };
+  await kc.applyToHTTPSOptions(opts);
+  const text = await new Promise<string>((ok, fail) => {
+    const req = request(new URL('/metrics', kc.getCurrentCluster()!.server), opts, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => ok(body));
+    });
+    req.on('error', fail);
+    req.end();
+  });
+  let n = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    if (!/verb="(PATCH|APPLY|POST|PUT|DELETE)"/.test(line)) continue;
+    if (!/resource="(configmaps|agentcards|clusteragentcatalogs)"/.test(line)) continue;
+    n += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return n;
+}
+
+const spec = (i: number, version = '1.0.0') => ({
+  card: {
+    name: `Agent ${i}`,
+    description: 'Answers questions about the weather forecast for a city.',
+    version,
+    supportedInterfaces: [
+      { url: `https://agent-${i}.example.com/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      { id: 'forecast', name: 'Forecast', description: 'Gives the forecast for a city', tags: ['weather'] },
+    ],
+  },
+});
+
+type Operator = {
+  child: ChildProcess;
+  ready: Promise<void>;
+  rssMiB: () => number;
+  stop: () => Promise<void>;
+};
+
+function startOperator(namespace: string, catalogs: boolean): Operator {
+  const child = spawn(
+    process.execPath,
+    [
+      join(root, 'bin', 'agentcard.js'),
+      'operator',
+      '--kubeconfig',
+      kubeconfigFile,
+      '--namespace',
+      namespace,
+      '--operator-namespace',
+      namespace,
+      ...(catalogs ? ['--cluster-catalogs'] : ['--no-catalogs']),
+      '--no-leader-elect',
+      '--no-probes',
+      '--webhook-port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--bind-address',
+      '127.0.0.1',
+      '--resync',
+      '0',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info' } },
+  );
+  let stderr = '';
+  let resolveReady!: () => void;
+  const ready = new Promise<void>((r) => (resolveReady = r));
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr = (stderr + c.toString()).slice(-20000);
+    if (stderr.includes('"msg":"caches synced; reconciling"')) resolveReady();
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return {
+    child,
+    ready: Promise.race([
+      ready,
+      exited.then(() => Promise.reject(new Error(`operator exited: ${stderr.slice(-2000)}`))),
+    ]),
+    rssMiB: () =>
+      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Waits until the API server sees no write for `quietMs` (the operator is idle); bounded. */
+async function settle(kc: KubeConfig, quietMs = 10_000, maxMs = 15 * 60_000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let last = await apiWrites(kc);
+  let since = Date.now();
+  while (Date.now() < deadline) {
+    await sleep(1_000);
+    const now = await apiWrites(kc);
+    if (now !== last) {
+      last = now;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) return;
+  }
+  throw new Error('the operator did not settle');
+}
+
+async function main(): Promise<void> {
+  const { started } = await up(log);
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigFile);
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const namespace = `catalog-bench-${randomBytes(3).toString('hex')}`;
+  const catalogName = `bench-${namespace.slice(-6)}`;
+  let op: Operator | undefined;
+  try {
+    for (const file of [CRD_FILE, ...CATALOG_CRDS.map((c) => c.file)]) {
+      const [crd] = loadAllYaml(readFileSync(join(root, file), 'utf8')) as KubernetesObject[];
+      await objects.patch(crd!, undefined, undefined, 'agentcard-bench', true, PatchStrategy.ServerSideApply);
+    }
+    await sleep(2_000);
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    log(`creating ${N} AgentCards in ${namespace}`);
+    const names = Array.from({ length: N }, (_, i) => `agent-${i}`);
+    await pool(names, 16, (n) =>
+      custom.createNamespacedCustomObject({
+        ...CARDS,
+        namespace,
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'AgentCard',
+          metadata: { name: n },
+          spec: spec(Number(n.slice(6))),
+        },
+      }),
+    );
+    await custom.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'clusteragentcatalogs',
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'ClusterAgentCatalog',
+        metadata: { name: catalogName },
+        spec: {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+          publisher: 'bench.example.com',
+        },
+      },
+    });
+
+    // Watches: the time each card is first seen Ready, and the catalog's status.entries.
+    type Card = KubernetesObject & { status?: { conditions?: Array<{ type: string; status: string }> } };
+    const readyAt = new Map<string, number>();
+    const cards = makeInformer<Card>(
+      kc,
+      `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`,
+      async () =>
+        (await custom.listNamespacedCustomObject({ ...CARDS, namespace })) as KubernetesListObject<Card>,
+    );
+    const onCard = (c: Card) => {
+      const name = c.metadata!.name!;
+      if (!readyAt.has(name) && c.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'))
+        readyAt.set(name, performance.now());
+    };
+    cards.on('add', onCard);
+    cards.on('update', onCard);
+    await cards.start();
+    let fullAt = 0;
+    type Catalog = KubernetesObject & { status?: { entries?: number; partitions?: number; bytes?: number } };
+    const catalogs = makeInformer<Catalog>(
+      kc,
+      `/apis/${GROUP}/${VERSION}/clusteragentcatalogs`,
+      async () =>
+        (await custom.listClusterCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural: 'clusteragentcatalogs',
+        })) as KubernetesListObject<Catalog>,
+    );
+    let status: Catalog['status'] = {};
+    const onCatalog = (c: Catalog) => {
+      if (c.metadata?.name !== catalogName) return;
+      status = c.status ?? {};
+      if (!fullAt && status.entries === N) fullAt = performance.now();
+    };
+    catalogs.on('add', onCatalog);
+    catalogs.on('update', onCatalog);
+    await catalogs.start();
+
+    const t0 = performance.now();
+    op = startOperator(namespace, true);
+    await op.ready;
+    log('operator synced; waiting for every card Ready and the catalog complete');
+    const deadline = Date.now() + 30 * 60_000;
+    while ((readyAt.size < N || !fullAt) && Date.now() < deadline) await sleep(200);
+    if (readyAt.size < N || !fullAt)
+      throw new Error(`only ${readyAt.size} Ready, catalog entries ${status.entries}`);
+    const lastReady = Math.max(...readyAt.values());
+    const toCatalogMs = fullAt - lastReady;
+    const allReadyS = (lastReady - t0) / 1000;
+    log(
+      `all Ready after ${allReadyS.toFixed(1)} s; catalog complete ${toCatalogMs.toFixed(0)} ms after the last`,
+    );
+    await settle(kc);
+
+    // Steady state: no write for a quiet period.
+    const w0 = await apiWrites(kc);
+    await sleep(15_000);
+    const steadyWrites = (await apiWrites(kc)) - w0;
+
+    // One card's change, republished: a watch on the catalog's ConfigMaps sees the new version.
+    const seen = new Map<string, number>();
+    const cms = makeInformer<V1ConfigMap>(
+      kc,
+      `/api/v1/namespaces/${namespace}/configmaps`,
+      () => core.listNamespacedConfigMap({ namespace, labelSelector: CATALOG_LABEL }),
+      CATALOG_LABEL,
+    );
+    const onCm = (cm: V1ConfigMap) => {
+      for (const text of Object.values(cm.data ?? {})) {
+        if (!text.startsWith('{')) continue;
+        for (const m of text.matchAll(
+          /:agent-(\d+)","tags":\["weather"\],"type":"[^"]+","updatedAt":"[^"]+","url":"[^"]+","version":"(2\.0\.\d+)"/g,
+        )) {
+          const key = `${m[1]}@${m[2]}`;
+          if (!seen.has(key)) seen.set(key, performance.now());
+        }
+      }
+    };
+    cms.on('add', onCm);
+    cms.on('update', onCm);
+    await cms.start();
+    const changeMs: number[] = [];
+    for (let k = 0; k < CHANGES; k++) {
+      const i = Math.floor((k + 0.5) * (N / CHANGES));
+      const version = `2.0.${k}`;
+      const live = (await custom.getNamespacedCustomObject({
+        ...CARDS,
+        namespace,
+        name: `agent-${i}`,
+      })) as KubernetesObject;
+      const startedAt = performance.now();
+      await custom.replaceNamespacedCustomObject({
+        ...CARDS,
+        namespace,
+        name: `agent-${i}`,
+        body: { ...live, spec: spec(i, version) },
+      });
+      const until = Date.now() + 60_000;
+      while (!seen.has(`${i}@${version}`) && Date.now() < until) await sleep(20);
+      if (!seen.has(`${i}@${version}`)) throw new Error(`the change of agent-${i} did not reach the catalog`);
+      changeMs.push(seen.get(`${i}@${version}`)! - startedAt);
+      await sleep(1_000);
+    }
+    cms.stop();
+    log(`one change republished in ${changeMs.map((x) => x.toFixed(0)).join(', ')} ms`);
+
+    // Bytes per entry, from the published ConfigMaps.
+    const published = await core.listNamespacedConfigMap({ namespace, labelSelector: CATALOG_LABEL });
+    let jsonBytes = 0;
+    let htmlBytes = 0;
+    for (const cm of published.items)
+      for (const [key, text] of Object.entries(cm.data ?? {})) {
+        if (key.endsWith('.json') && key.startsWith('ai-catalog')) jsonBytes += Buffer.byteLength(text);
+        if (key.endsWith('.html')) htmlBytes += Buffer.byteLength(text);
+      }
+    await op.stop();
+    op = undefined;
+
+    // RSS added by the catalog: the same published state, restarted with and without catalogs.
+    const rss: Record<'on' | 'off', number> = { on: NaN, off: NaN };
+    for (const mode of ['on', 'off'] as const) {
+      op = startOperator(namespace, mode === 'on');
+      await op.ready;
+      await settle(kc, 10_000);
+      await sleep(5_000);
+      rss[mode] = op.rssMiB();
+      await op.stop();
+      op = undefined;
+      log(`RSS, catalogs ${mode}: ${rss[mode].toFixed(0)} MiB`);
+    }
+    cards.stop();
+    catalogs.stop();
+
+    writeSection(
+      'catalogs',
+      'Catalogs',
+      [
+        `\`node bench/catalog.bench.ts --cards ${N} --changes ${CHANGES}\`. The local control plane (etcd, kube-apiserver, ` +
+          'kube-controller-manager) runs on the same cores.',
+        '',
+        `${N} unsigned AgentCards in one namespace exist before a real \`agentcard operator\` process starts ` +
+          '(`--no-probes`, no leader election, `--cluster-catalogs`); one ClusterAgentCatalog (unsigned, entries by URL) ' +
+          'selects that namespace. Times are observed through watches from this process. The RSS comparison restarts ' +
+          'the operator over the same published state, once with catalogs and once with `--no-catalogs`, and reads ' +
+          'VmRSS once it has been idle for 15 s.',
+        '',
+        table(
+          ['measure', 'result'],
+          [
+            ['every AgentCard Ready, from the operator start', `${allReadyS.toFixed(1)} s`],
+            [
+              'last AgentCard Ready to the catalog republished with all of them',
+              `${(toCatalogMs / 1000).toFixed(2)} s`,
+            ],
+            [
+              `one card changed to the catalog republished (${N} steady; median of ${CHANGES})`,
+              `${(median(changeMs) / 1000).toFixed(2)} s (each: ${changeMs.map((x) => (x / 1000).toFixed(2)).join(', ')} s)`,
+            ],
+            ['API writes in 15 s of steady state', String(steadyWrites)],
+            ['partitions', String(status.partitions ?? 0)],
+            [
+              'operator RSS, catalogs on / off (ratio)',
+              `${rss.on.toFixed(0)} / ${rss.off.toFixed(0)} MiB (${(rss.on / rss.off).toFixed(2)}x; +${(rss.on - rss.off).toFixed(0)} MiB)`,
+            ],
+            ['catalog JSON bytes per entry (root and partitions)', (jsonBytes / N).toFixed(0)],
+            ['page HTML bytes per entry', (htmlBytes / N).toFixed(0)],
+          ],
+        ),
+        '',
+        'The time from a change to the republished catalog includes the AgentCard reconcile (the card must be ' +
+          'Ready with the new version before a catalog lists it), the wait before a rebuild (at least 250 ms, and ' +
+          "until twice the duration of the catalog's last rebuild has passed since it ended, so that rebuilds of a " +
+          'large catalog take at most about a third of the process during bursts) and the rebuild itself (every ' +
+          'entry, every partition).',
+      ].join('\n'),
+    );
+  } finally {
+    await op?.stop();
+    await custom
+      .deleteClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: 'clusteragentcatalogs',
+        name: catalogName,
+      })
+      .catch(() => {});
+    await core.deleteNamespace({ name: namespace }).catch(() => {});
+    if (started) await down(log);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`catalog benchmark failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
