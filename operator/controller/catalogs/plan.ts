@@ -335,8 +335,8 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         next.push(
           at('Published', {
             status: 'False',
-            reason: 'TooLarge',
-            message: `${result.error}; the last good catalog stays published`,
+            reason: 'CatalogTooLarge',
+            message: `${result.error}; ${served}`,
           }),
         );
       } else if (input.publishError) {
