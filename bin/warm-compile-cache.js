@@ -18,7 +18,7 @@ loadKubeConfigWithoutGeneratedApis();
 for (const module of [
   '../operator/cli/main.ts',
   '../operator/cli/commands/operator.ts',
-  '../operator/controller/main.ts',
+  '../operator/manager/manager.ts',
   '../operator/cli/commands/sidecar.ts',
 ]) {
   await import(module);
