@@ -22,7 +22,7 @@
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
@@ -47,6 +47,7 @@ import { GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
 import { poolConnections } from '../operator/kube/config.ts';
 import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
+import { summarizeHeapSnapshot } from './heap-summary.ts';
 import { lineChartsSvg } from './plot.ts';
 import { table, writeSection } from './report.ts';
 
@@ -64,6 +65,7 @@ const { values } = parseArgs({
     'spec-changes': { type: 'string', default: '50' },
     probes: { type: 'boolean', default: true },
     peer: { type: 'string' },
+    'heap-snapshot': { type: 'string' },
   },
 });
 const SIZES = values.cards.split(',').map(Number);
@@ -230,7 +232,7 @@ interface OperatorRun {
 }
 
 /** Starts a real `agentcard operator` process watching `namespace`. */
-async function startOperator(namespace: string, probes: boolean): Promise<OperatorRun> {
+async function startOperator(namespace: string, probes: boolean, snapshotDir?: string): Promise<OperatorRun> {
   const started = performance.now();
   const child = spawn(
     process.execPath,
@@ -244,7 +246,16 @@ async function startOperator(namespace: string, probes: boolean): Promise<Operat
     ],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', NODE_COMPILE_CACHE: compileCache },
+      cwd: snapshotDir ?? root,
+      env: {
+        ...process.env,
+        AGENTCARD_LOG_LEVEL: 'info',
+        NODE_COMPILE_CACHE: compileCache,
+        // SIGUSR2 then writes a heap snapshot into the working directory (--heap-snapshot).
+        ...(snapshotDir
+          ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2` }
+          : {}),
+      },
     },
   );
   let stderr = '';
@@ -397,6 +408,24 @@ async function oneRun(kc: KubeConfig, n: number, run: number, namespaces: string
   return { cards: n, op, floorSeconds, perCard, namespace: nsOperator };
 }
 
+/** Writes the operator's heap snapshot into `dir` and logs where its memory goes. */
+async function heapSnapshot(op: OperatorRun, dir: string): Promise<void> {
+  const before = new Set(readdirSync(dir));
+  op.child.kill('SIGUSR2');
+  for (let i = 0; i < 600; i++) {
+    await sleep(1_000);
+    const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    if (!file) continue;
+    await sleep(2_000); // written in one go; a little margin for the last bytes
+    const { total, rows } = summarizeHeapSnapshot(join(dir, file));
+    log(`heap snapshot ${join(dir, file)}: ${(total / 2 ** 20).toFixed(1)} MiB in objects; largest:`);
+    for (const r of rows.slice(0, 20))
+      log(`  ${(r.selfBytes / 2 ** 20).toFixed(2).padStart(7)} MiB ${String(r.count).padStart(8)} ${r.name}`);
+    return;
+  }
+  log('no heap snapshot appeared');
+}
+
 /** Real A2A peers (HTTP for JSON-RPC and HTTP+JSON, h2c for gRPC), one process per address. */
 async function startPeers(children: ChildProcess[]): Promise<PeerUrls[]> {
   const self = fileURLToPath(import.meta.url);
@@ -433,7 +462,9 @@ interface ProbePhase {
  */
 async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise<ProbePhase> {
   const watcher = await watchReady(kc, namespace, n);
-  const op = await startOperator(namespace, true);
+  const snapshotDir = values['heap-snapshot'];
+  if (snapshotDir) mkdirSync(snapshotDir, { recursive: true });
+  const op = await startOperator(namespace, true, snapshotDir);
   const guard = setTimeout(() => op.child.kill('SIGKILL'), (STEADY_S + 30 * 60) * 1000);
   try {
     // First rounds spread over [0.5, 1.5] x the interval; each card's status changes once (its
@@ -462,6 +493,7 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     const usage = processUsage(op.child.pid!);
     const metric = await operatorMetrics(op);
     const afterWrites = await writeCounters(kc);
+    if (snapshotDir) await heapSnapshot(op, snapshotDir);
     const steadyWrites = Object.fromEntries(
       Object.keys(afterWrites).map((k) => [k, afterWrites[k]! - beforeWrites[k]!]),
     );
