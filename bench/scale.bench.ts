@@ -22,7 +22,7 @@
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
@@ -416,7 +416,11 @@ async function heapSnapshot(op: OperatorRun, dir: string): Promise<void> {
     await sleep(1_000);
     const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
     if (!file) continue;
-    await sleep(2_000); // written in one go; a little margin for the last bytes
+    // Written in one go, but it takes a while: wait until its size stops changing.
+    for (let last = -1, size = statSync(join(dir, file)).size; size !== last;) {
+      await sleep(2_000);
+      [last, size] = [size, statSync(join(dir, file)).size];
+    }
     const { total, rows } = summarizeHeapSnapshot(join(dir, file));
     log(`heap snapshot ${join(dir, file)}: ${(total / 2 ** 20).toFixed(1)} MiB in objects; largest:`);
     for (const r of rows.slice(0, 20))
@@ -493,7 +497,8 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     const usage = processUsage(op.child.pid!);
     const metric = await operatorMetrics(op);
     const afterWrites = await writeCounters(kc);
-    if (snapshotDir) await heapSnapshot(op, snapshotDir);
+    if (snapshotDir)
+      await heapSnapshot(op, snapshotDir).catch((err: unknown) => log(`heap snapshot: ${String(err)}`));
     const steadyWrites = Object.fromEntries(
       Object.keys(afterWrites).map((k) => [k, afterWrites[k]! - beforeWrites[k]!]),
     );
