@@ -9,6 +9,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // Installs the Debian packages the tests use as real components when missing.
+          globalSetup: ['test/support/system-packages.ts'],
           testTimeout: 30_000,
         },
       },
@@ -17,7 +19,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           // Builds (first run on a machine only) and starts the local control plane once per run.
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['test/support/system-packages.ts', 'test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 300_000,
           fileParallelism: false,

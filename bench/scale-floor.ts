@@ -7,12 +7,16 @@
  * (operator/kube/client.ts), and reads the AgentCards first (their uids go into the
  * ownerReferences), so that it is timed exactly like the operator: from process start.
  *
- * Run by the benchmark: `node bench/scale-floor.ts --kubeconfig F --namespace NS --concurrency N
- * --data FILE` (FILE: the ConfigMap data to publish, as JSON).
+ * Run by the benchmark, bundled like the operator (build/bundle.ts): `node scale-floor.js
+ * --kubeconfig F --namespace NS --concurrency N --data FILE` (FILE: the ConfigMap data to
+ * publish, as JSON).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadKubeConfigWithoutGeneratedApis } from '../operator/kube/slim-load.ts';
+import { GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
+import { applyConfigMap, applyStatus, createEvent } from '../operator/kube/api.ts';
+import { KubeClient } from '../operator/kube/client.ts';
+import { loadKubeConfig } from '../operator/kube/config.ts';
 
 const { values } = parseArgs({
   options: {
@@ -20,16 +24,8 @@ const { values } = parseArgs({
     namespace: { type: 'string' },
     concurrency: { type: 'string', default: '4' },
     data: { type: 'string' },
-    // Load the modules and exit (fills the compile cache before the timed runs).
-    warm: { type: 'boolean', default: false },
   },
 });
-loadKubeConfigWithoutGeneratedApis();
-const { GROUP, PLURAL, VERSION } = await import('../operator/api/names.ts');
-const { applyConfigMap, applyStatus, createEvent } = await import('../operator/kube/api.ts');
-const { KubeClient } = await import('../operator/kube/client.ts');
-const { loadKubeConfig } = await import('../operator/kube/config.ts');
-if (values.warm) process.exit(0);
 
 const namespace = values.namespace!;
 const concurrency = Number(values.concurrency);

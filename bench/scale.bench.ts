@@ -20,7 +20,7 @@
  * Run: `node bench/scale.bench.ts [--cards 1000,3000,10000] [--runs 1] [--steady-seconds 300]
  * [--spec-changes 50] [--no-probes]` (Node.js 24, e.g. through npx).
  */
-import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,7 +44,7 @@ import {
 import { CRD_FILE } from '../operator/card/crd.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
 import { GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
-import { poolConnections } from '../operator/kube/config.ts';
+import { stagePackage } from '../build/bundle.ts';
 import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { summarizeHeapSnapshot } from './heap-summary.ts';
@@ -207,18 +207,13 @@ async function watchReady(kc: KubeConfig, namespace: string, n: number) {
 }
 
 /**
- * Node's compile cache, warmed the way the image build warms it (bin/warm-compile-cache.js, see
- * the Dockerfile): the operator then starts without stripping TypeScript or loading the stripper.
+ * The operator and the floor script run as production does: bundled (build/bundle.ts), laid out
+ * as the npm package and the image are, so no TypeScript is stripped at run time.
  */
-const compileCache = mkdtempSync(join(tmpdir(), 'agentcard-bench-cache-'));
-function warmCompileCache(): void {
-  for (const args of [['bin/warm-compile-cache.js'], ['bench/scale-floor.ts', '--warm']]) {
-    const warm = spawnSync(process.execPath, [join(root, args[0]!), ...args.slice(1)], {
-      env: { ...process.env, NODE_COMPILE_CACHE: compileCache },
-      encoding: 'utf8',
-    });
-    if (warm.status !== 0) throw new Error(`warming the compile cache failed: ${warm.stderr}`);
-  }
+const work = mkdtempSync(join(tmpdir(), 'agentcard-bench-scale-'));
+let app = '';
+async function buildProduction(): Promise<void> {
+  app = await stagePackage(join(work, 'app'), { 'scale-floor': 'bench/scale-floor.ts' });
 }
 
 interface OperatorRun {
@@ -237,7 +232,7 @@ async function startOperator(namespace: string, probes: boolean, snapshotDir?: s
   const child = spawn(
     process.execPath,
     [
-      join(root, 'bin', 'agentcard.js'),
+      join(app, 'bin', 'agentcard.js'),
       'operator',
       ...['--kubeconfig', kubeconfigFile, '--namespace', namespace, '--no-leader-elect'],
       ...(probes ? ['--probe-allow-cidr', '127.0.0.0/8'] : ['--no-probes']),
@@ -250,7 +245,6 @@ async function startOperator(namespace: string, probes: boolean, snapshotDir?: s
       env: {
         ...process.env,
         AGENTCARD_LOG_LEVEL: 'info',
-        NODE_COMPILE_CACHE: compileCache,
         // SIGUSR2 then writes a heap snapshot into the working directory (--heap-snapshot).
         ...(snapshotDir
           ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2` }
@@ -341,19 +335,24 @@ async function runOperator(kc: KubeConfig, namespace: string, n: number) {
   };
 }
 
+/**
+ * The floor: bench/scale-floor.ts, a bare script making the same writes with the same
+ * parallelism, as its own process bundled like the operator, timed like the operator: from its
+ * start until a watch has seen every AgentCard Ready.
+ */
 async function bareWrites(kc: KubeConfig, namespace: string, n: number, data: Record<string, string>) {
-  const dataFile = join(compileCache, `floor-data-${namespace}.json`);
+  const dataFile = join(work, `floor-data-${namespace}.json`);
   writeFileSync(dataFile, JSON.stringify(data));
   const watcher = await watchReady(kc, namespace, n);
   const started = performance.now();
   const child = spawn(
     process.execPath,
     [
-      join(root, 'bench', 'scale-floor.ts'),
+      join(app, 'dist', 'scale-floor.js'),
       ...['--kubeconfig', kubeconfigFile, '--namespace', namespace],
       ...['--concurrency', String(CONCURRENCY), '--data', dataFile],
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_COMPILE_CACHE: compileCache } },
+    { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
@@ -551,15 +550,14 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
   }
 }
 
-const NOTES = `What the operator does to stay close to the floor (see the README, "API client"):
+const NOTES = `What the operator does to stay close to the floor (see docs/design.md, "API client"):
 it makes its calls as plain JSON over undici with client-node's KubeConfig for authentication,
-and loads KubeConfig without client-node's generated API classes (24 MB of JavaScript). Before
+and its bundle leaves client-node's generated API classes out (24 MB of JavaScript). Before
 that change, on the same machine, a run took about 6.8 s of operator CPU, peaked at about 180 MiB
 and was 1.4x to 1.6x the floor; loading the generated classes alone added about 33 MiB of RSS. The
 operator sets V8's \`--optimize-for-size\` for itself: single runs without it used about 20% less CPU
-and peaked about 30 MiB higher. It also starts with the compile cache the image build warms
-(bin/warm-compile-cache.js), as does the floor script; without it, Node's TypeScript stripper stays
-resident (about 15 MiB more). Both time measurements include process start (module loading, about
+and peaked about 30 MiB higher. It runs bundled (build/bundle.ts), as does the floor script, so
+Node's TypeScript stripper is never loaded. Both time measurements include process start (module loading, about
 0.3 s for the operator) and the list of the AgentCards. Single runs on this shared machine vary by
 20% or more, so the medians and every run are shown.`;
 
@@ -585,12 +583,10 @@ async function main(): Promise<void> {
   const { started } = await up(log);
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigFile);
-  // One connection pool for the benchmark's own calls (see operator/kube/config.ts).
-  poolConnections(kc);
   const namespaces: string[] = [];
   const children: ChildProcess[] = [];
   try {
-    warmCompileCache();
+    await buildProduction();
     if (values.probes) peers = await startPeers(children);
     // loadAllYaml gives client-node's typed model, which keeps the CRD's CEL rules and enums.
     const [crd] = loadAllYaml(readFileSync(join(root, CRD_FILE), 'utf8')) as KubernetesObject[];
@@ -628,7 +624,7 @@ async function main(): Promise<void> {
     children.forEach((c) => c.connected && c.disconnect());
     await deleteNamespaces(kc, namespaces);
     if (started) await down(log);
-    rmSync(compileCache, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
   }
 }
 

@@ -27,6 +27,8 @@ export type PreparedExamples = {
   cards: string[];
   /** The first AgentCard with spec.signing, if any. */
   signedCard?: string;
+  /** The first AgentCard with spec.audiences, and the first host of each audience. */
+  audiencesCard?: { name: string; hosts: Array<{ audience: string; host: string }> };
   /** Signing key Secrets holding a key generated now. */
   signingSecrets: string[];
 };
@@ -52,6 +54,7 @@ export async function prepareExamples(
   const signingSecrets = new Map<string, Set<string>>();
   const cards: string[] = [];
   let signedCard: string | undefined;
+  let audiencesCard: PreparedExamples['audiencesCard'];
   for (const d of kept.filter((x) => x.kind === 'AgentCard')) {
     const name = d.metadata?.name ?? '';
     cards.push(name);
@@ -68,6 +71,13 @@ export async function prepareExamples(
       delete (spec.probe as Record<string, unknown>).credentials;
     if (spec.serving && typeof spec.serving === 'object')
       delete (spec.serving as Record<string, unknown>).httpRoute;
+    const audiences = spec.audiences as Array<{ name?: string; hosts?: string[] }> | undefined;
+    if (audiences?.length && !audiencesCard) {
+      audiencesCard = {
+        name,
+        hosts: audiences.map((a) => ({ audience: a.name ?? '', host: (a.hosts ?? [])[0] ?? '' })),
+      };
+    }
     const signing = spec.signing as { keys?: KeyRef[] } | undefined;
     if (signing?.keys?.length) {
       signedCard ??= name;
@@ -101,6 +111,7 @@ export async function prepareExamples(
     manifests: kept.map((d) => stringify(d)).join('---\n'),
     cards,
     signedCard,
+    ...(audiencesCard ? { audiencesCard } : {}),
     signingSecrets: [...signingSecrets.keys()],
   };
 }

@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { request as httpRequest } from 'node:http';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -18,6 +19,7 @@ import { runTool, type ToolResult } from '../test/support/tools.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
 import { createCA, issueServingCert } from '../operator/webhook/certs.ts';
 import type { DemoAgentUrls } from './demo-agent.ts';
+import { chartNginxImage, haveNginx, startNginx } from './demo-card-server.ts';
 import { ConfigMapVolume } from './demo-volume.ts';
 import { prepareExamples } from './demo-examples.ts';
 import { freePort } from '../test/support/ports.ts';
@@ -45,7 +47,7 @@ function say(line: string): void {
 }
 
 let stepNo = 0;
-const TOTAL_STEPS = 11;
+const TOTAL_STEPS = 13;
 async function step<T>(title: string, run: () => Promise<T>, done: (value: T) => string): Promise<T> {
   stepNo++;
   const started = Date.now();
@@ -243,6 +245,9 @@ async function main(argv: string[]): Promise<number> {
         '--webhook-cert-mode=cert-manager',
         `--webhook-cert-dir=${certDir}`,
         '--sidecar-image=agentcard-operator:demo',
+        // The chart's default serving mode and its pinned image.
+        '--sidecar-server=nginx',
+        `--sidecar-nginx-image=${chartNginxImage(repoRoot)}`,
       ]);
       await waitForHttp(`http://127.0.0.1:${metricsPort}/readyz`, child, 'operator');
     },
@@ -348,7 +353,7 @@ async function main(argv: string[]): Promise<number> {
     () => 'all Ready',
   );
 
-  await step(
+  const injected = await step(
     'Check the sidecar injected into the Pod of examples/agent-deployment.yaml',
     async () => {
       // kube-controller-manager turns the Deployment into a ReplicaSet and a Pod (Pending: there
@@ -367,7 +372,13 @@ async function main(argv: string[]): Promise<number> {
         ]);
         const items = (JSON.parse(pods.stdout) as { items: PodView[] }).items;
         const pod = items.find((p) => sidecarOf(p));
-        if (pod) return { name: pod.metadata.name, how: sidecarOf(pod)! };
+        if (pod) {
+          return {
+            name: pod.metadata.name,
+            how: sidecarOf(pod)!,
+            annotations: pod.metadata.annotations ?? {},
+          };
+        }
         if (Date.now() > deadline) {
           throw new Error(
             items.length
@@ -381,12 +392,15 @@ async function main(argv: string[]): Promise<number> {
     (r) => `Pod ${r.name} has the agentcard-sidecar ${r.how}`,
   );
 
-  const served = examples.signedCard ?? examples.cards[0]!;
+  // The card with audiences (examples/agentcard-audiences.yaml), so the last step can show each
+  // audience being served its own signed card.
+  const served = examples.audiencesCard?.name ?? examples.signedCard ?? examples.cards[0]!;
   const sidecarPort = await freePort();
   const sidecarMetricsPort = await freePort();
   const cardUrl = `http://127.0.0.1:${sidecarPort}/.well-known/agent-card.json`;
+  const nginx = haveNginx();
   await step(
-    `Start the sidecar for ${served} (ConfigMap ${served}-agent-card laid out like a kubelet volume)`,
+    `Serve the card of ${served} as the injected sidecar does (ConfigMap ${served}-agent-card laid out like a kubelet volume)`,
     async () => {
       const volume = new ConfigMapVolume({
         kubeconfig: kubeconfigFile,
@@ -397,6 +411,18 @@ async function main(argv: string[]): Promise<number> {
       });
       await volume.start();
       cleanups.push({ what: 'stop the ConfigMap sync', run: () => volume.stop() });
+      if (nginx) {
+        // The configuration the webhook wrote into the Pod, as the kubelet would project it.
+        const child = startNginx({
+          annotations: injected.annotations,
+          cardDir: volume.dir,
+          port: sidecarPort,
+          workDir: join(logDir, 'nginx'),
+        });
+        cleanups.push({ what: 'stop nginx', run: () => stopProcess(child) });
+        await waitForHttp(cardUrl, child, 'nginx');
+        return;
+      }
       const child = await startProcess('sidecar', [
         agentcardBin,
         'sidecar',
@@ -406,7 +432,10 @@ async function main(argv: string[]): Promise<number> {
       ]);
       await waitForHttp(cardUrl, child, 'sidecar');
     },
-    () => cardUrl,
+    () =>
+      nginx
+        ? `${cardUrl} (nginx with the Pod's own configuration, the default mode)`
+        : `${cardUrl} (no nginx with njs on this machine: served by the Node mode instead; apt-get install nginx-light libnginx-mod-http-js)`,
   );
 
   const jwksUrl = cardUrl.replace('agent-card.json', 'jwks.json');
@@ -425,6 +454,42 @@ async function main(argv: string[]): Promise<number> {
     (out) => out.split('\n')[0]!,
   );
 
+  const audiences = examples.audiencesCard?.name === served ? examples.audiencesCard.hosts : [];
+  const perAudience = await step(
+    `Fetch the card as each audience (by Host) and verify each one`,
+    async () => {
+      const jwksFile = join(logDir, 'jwks.json');
+      const lines: string[] = [];
+      for (const { audience, host } of [{ audience: 'default', host: '127.0.0.1' }, ...audiences]) {
+        const card = await getWithHost(cardUrl, host);
+        const result = await runAgentcard(['verify', '-f', '-', '--jwks', jwksFile], card);
+        if (result.code !== 0)
+          throw new Error(
+            `audience ${audience}: agentcard verify: ${(result.stdout + result.stderr).trim()}`,
+          );
+        const first = (JSON.parse(card) as { supportedInterfaces: Array<{ url: string }> })
+          .supportedInterfaces[0]!.url;
+        lines.push(`${audience} (Host: ${host}): ${first}, ${result.stdout.trim()}`);
+      }
+      return lines;
+    },
+    (lines) => `${lines.length} audience${lines.length === 1 ? '' : 's'}, each card signed on its own`,
+  );
+
+  const origin = new URL(cardUrl).origin;
+  const discovery = await step(
+    `Discover the agent at ${origin} and verify and probe it (agentcard discover, as another team would)`,
+    async () => {
+      const result = await runAgentcard(
+        ['discover', origin, '--jwks', jwksUrl, '--probe', '--allow-cidr', '127.0.0.0/8'],
+        '',
+      );
+      if (result.code !== 0) throw new Error(`agentcard discover: ${(result.stdout + result.stderr).trim()}`);
+      return result.stdout.trimEnd();
+    },
+    (out) => out.split('\n').at(-1)!,
+  );
+
   const table = await kubectl(['get', 'agentcards', '-n', namespace, '-o', 'wide']);
   say('');
   say(`$ kubectl get agentcards -n ${namespace} -o wide`);
@@ -433,6 +498,11 @@ async function main(argv: string[]): Promise<number> {
   say(`Served card:   ${cardUrl}`);
   say(`Keys:          ${jwksUrl}`);
   say(`Verification:  ${verification.split('\n').join('\n               ')}`);
+  say(`Audiences:     ${perAudience.join('\n               ')}`);
+  say('');
+  say(`$ agentcard discover ${origin} --jwks ${jwksUrl} --probe --allow-cidr 127.0.0.0/8`);
+  say(discovery);
+  say('');
   say(`kubectl:       KUBECONFIG=${kubeconfigFile} .cluster/bin/kubectl get agentcards -n ${namespace}`);
   if (once) return 0;
   say('');
@@ -442,7 +512,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 type PodView = {
-  metadata: { name: string };
+  metadata: { name: string; annotations?: Record<string, string> };
   spec: { containers?: { name: string }[]; initContainers?: { name: string; restartPolicy?: string }[] };
 };
 
@@ -454,6 +524,22 @@ function sidecarOf(pod: PodView): string | undefined {
       ? 'as a native sidecar (init container, restartPolicy Always)'
       : 'as an init container';
   return pod.spec.containers?.some((c) => c.name === 'agentcard-sidecar') ? 'as a container' : undefined;
+}
+
+/** GET `url` with another Host header (fetch always sends the URL's own). */
+function getWithHost(url: string, host: string): Promise<string> {
+  return new Promise((done, fail) => {
+    const req = httpRequest(url, { headers: { host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () =>
+        res.statusCode === 200 ? done(body) : fail(new Error(`Host ${host}: HTTP ${res.statusCode}`)),
+      );
+    });
+    req.on('error', fail);
+    req.end();
+  });
 }
 
 /** Runs `agentcard ARGS` (this checkout's CLI) with `input` on stdin. */

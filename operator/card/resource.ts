@@ -4,7 +4,8 @@
  */
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
-import { agentCardInputShape } from './schema.ts';
+import { allInterfaceUrls, DEFAULT_AUDIENCE } from './audience.ts';
+import { agentCardInputShape, agentCardShape } from './schema.ts';
 import { API_VERSION, KIND } from '../api/names.ts';
 
 export const SIGNING_ALGS = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'] as const;
@@ -118,7 +119,9 @@ export const ProbeCredentialSchema = z
     url: z
       .string()
       .min(1)
-      .describe('The interface url (as in spec.card.supportedInterfaces) these credentials are for.'),
+      .describe(
+        'The interface url (of spec.card.supportedInterfaces or of an audience) these credentials are for.',
+      ),
     secretRef: SecretKeySelectorSchema.describe('The Secret entry holding the token or API key.'),
     type: z
       .enum(['bearer', 'apiKey'])
@@ -140,6 +143,187 @@ export const ProbeSchema = z
   })
   .describe('Probing: a real A2A call per interface proves that it speaks the declared binding.');
 
+// ---------------------------------------------------------------------------------------------
+// Audiences: one AgentCard, a card per kind of client (in-cluster by Service DNS, public through
+// an Ingress or Gateway host). Each audience's card is rendered and signed in advance; the
+// sidecar picks it by the request's Host, so no proxy rewrites (and breaks) a signed card.
+
+/**
+ * Bounds that keep the audiences' CEL rules cheap to estimate. A host is at most 230 characters
+ * so that its ConfigMap keys (`host.<host>.agent-card.json`, `wildcard.<suffix>.agent-card.json`)
+ * stay within the 253 characters of a key.
+ */
+export const AUDIENCE_LIMITS = { audiences: 8, hosts: 16, hostLength: 230 } as const;
+
+const DNS_LABEL = '[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?';
+/** A host name (any case) or `*.` and a host name; no scheme, port, path or trailing dot. */
+export const HOST_PATTERN = `^([*][.])?${DNS_LABEL}([.]${DNS_LABEL})*$`;
+const HOST_MESSAGE =
+  'must be a host name such as agents.example.com, or *.example.com for any one label in front; no scheme, port, path or trailing dot';
+
+const HostSchema = z
+  .string()
+  .min(1)
+  .max(AUDIENCE_LIMITS.hostLength)
+  // refine, not regex: the CEL rule below gives the API server's error its message (a bare
+  // OpenAPI pattern would only quote the regular expression).
+  .refine((h) => new RegExp(HOST_PATTERN).test(h), HOST_MESSAGE)
+  .describe(
+    'A host name clients use to reach the agent, e.g. "support.example.com", or "*.example.com" for exactly one more leading label. Compared case-insensitively; the request\'s port is ignored.',
+  )
+  .meta({ 'x-kubernetes-validations': [{ rule: `self.matches('${HOST_PATTERN}')`, message: HOST_MESSAGE }] });
+
+const BASE_URL_PATTERN = '^https?://[^/?#@\\s]+(/[^?#\\s]*)?$';
+
+export const AudienceSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1)
+      .max(63)
+      .refine(
+        (n) => /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n),
+        'must be a DNS label (lowercase letters, digits, "-")',
+      )
+      .refine((n) => n !== DEFAULT_AUDIENCE, {
+        message: `"${DEFAULT_AUDIENCE}" names spec.card itself; choose another name`,
+      })
+      .describe(
+        `Name of the audience, a DNS label unique within the card ("${DEFAULT_AUDIENCE}" is spec.card itself).`,
+      )
+      .meta({
+        'x-kubernetes-validations': [
+          {
+            rule: "self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+            message: 'must be a DNS label (lowercase letters, digits, "-")',
+          },
+          {
+            rule: `self != '${DEFAULT_AUDIENCE}'`,
+            message: `"${DEFAULT_AUDIENCE}" names spec.card itself; choose another name`,
+          },
+        ],
+      }),
+    hosts: z
+      .array(HostSchema)
+      .min(1)
+      .max(AUDIENCE_LIMITS.hosts)
+      .superRefine((hosts, ctx) => {
+        const seen = new Set<string>();
+        hosts.forEach((h, i) => {
+          const key = h.toLowerCase();
+          if (seen.has(key)) ctx.addIssue({ code: 'custom', path: [i], message: `duplicate host "${h}"` });
+          seen.add(key);
+        });
+      })
+      .describe(
+        "Host names of this audience: a request whose Host (or trusted X-Forwarded-Host) is one of them gets this audience's card. A host belongs to at most one audience.",
+      )
+      .meta({
+        'x-kubernetes-validations': [
+          {
+            rule: 'self.all(h, self.exists_one(g, g.lowerAscii() == h.lowerAscii()))',
+            message: 'hosts must be unique (compared case-insensitively)',
+          },
+        ],
+      }),
+    baseURL: z
+      .string()
+      .max(2048)
+      .refine(
+        (u) => new RegExp(BASE_URL_PATTERN).test(u),
+        'must be an http(s) URL without query, fragment or user info',
+      )
+      .describe(
+        'Shorthand: re-bases every interface URL of spec.card onto this origin and path prefix, e.g. "https://agents.example.com/support" turns "http://support.agents.svc:8080/a2a/jsonrpc" into "https://agents.example.com/support/a2a/jsonrpc". GRPC interfaces take the origin only (gRPC has no path prefix). Exclusive with supportedInterfaces.',
+      )
+      .meta({
+        'x-kubernetes-validations': [
+          {
+            rule: `self.matches(r'${BASE_URL_PATTERN}')`,
+            message: 'must be an http(s) URL without query, fragment or user info',
+          },
+        ],
+      })
+      .optional(),
+    supportedInterfaces: agentCardShape.supportedInterfaces
+      .describe("Replaces spec.card.supportedInterfaces in this audience's card.")
+      .optional(),
+    securitySchemes: agentCardShape.securitySchemes
+      .unwrap()
+      .describe("Replaces spec.card.securitySchemes in this audience's card ({} removes them).")
+      .optional(),
+    securityRequirements: agentCardShape.securityRequirements
+      .unwrap()
+      .describe("Replaces spec.card.securityRequirements in this audience's card ([] removes them).")
+      .optional(),
+    probe: z
+      .enum(['Enabled', 'Disabled'])
+      .default('Enabled')
+      .describe(
+        'Whether the interfaces of this audience are probed from the operator (default Enabled). Public hosts are often unreachable from inside the cluster (no hairpin NAT): Disabled shows the audience as not probed, and it does not block Ready.',
+      ),
+  })
+  .superRefine((a, ctx) => {
+    if (a.baseURL !== undefined && a.supportedInterfaces !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['baseURL'],
+        message: 'set either baseURL or supportedInterfaces, not both',
+      });
+    }
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: '!(has(self.baseURL) && has(self.supportedInterfaces))',
+        message: 'set either baseURL or supportedInterfaces, not both',
+      },
+    ],
+  })
+  .describe(
+    "A group of clients that reach the agent by other host names and get their own card: spec.card with this audience's interfaces and security.",
+  );
+
+const AudiencesSchema = z
+  .array(AudienceSchema)
+  .max(AUDIENCE_LIMITS.audiences)
+  .superRefine((audiences, ctx) => {
+    const names = new Map<string, number>();
+    const hosts = new Map<string, string>();
+    audiences.forEach((a, i) => {
+      if (names.has(a.name))
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate audience name "${a.name}"` });
+      else names.set(a.name, i);
+      const own = new Set<string>();
+      a.hosts.forEach((h, j) => {
+        const key = h.toLowerCase();
+        const other = hosts.get(key);
+        if (other !== undefined && !own.has(key)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'hosts', j],
+            message: `host "${h}" is already in audience "${other}"; a host belongs to at most one audience`,
+          });
+        }
+        own.add(key);
+        if (other === undefined) hosts.set(key, a.name);
+      });
+    });
+  })
+  .describe(
+    "Audiences besides the default one (spec.card, served when no audience's host matches): each gets its own signed card, chosen by the request's Host.",
+  )
+  .meta({
+    'x-kubernetes-list-type': 'map',
+    'x-kubernetes-list-map-keys': ['name'],
+    'x-kubernetes-validations': [
+      {
+        rule: 'self.all(a, a.hosts.all(h, self.filter(b, b.hosts.exists(g, g.lowerAscii() == h.lowerAscii())).size() == 1))',
+        message: 'a host belongs to at most one audience (hosts are compared case-insensitively)',
+      },
+    ],
+  });
+
 export const SpecCardSchema = z
   .strictObject(agentCardInputShape)
   .describe(
@@ -152,16 +336,17 @@ export const AgentCardSpecSchema = z
     signing: SigningSchema.optional(),
     serving: ServingSchema.optional(),
     probe: ProbeSchema.optional(),
+    audiences: AudiencesSchema.optional(),
   })
   .superRefine((spec, ctx) => {
     // Cross-field checks (kept out of CEL: comparing URL lists is costly to estimate).
-    const urls = new Set(spec.card.supportedInterfaces.map((i) => i.url));
+    const urls = new Set(allInterfaceUrls(spec));
     spec.probe?.credentials?.forEach((c, i) => {
       if (!urls.has(c.url)) {
         ctx.addIssue({
           code: 'custom',
           path: ['probe', 'credentials', i, 'url'],
-          message: 'not the url of an interface in card.supportedInterfaces',
+          message: 'not the url of an interface of card.supportedInterfaces or of an audience',
         });
       }
     });
@@ -262,12 +447,40 @@ export const AgentCardStatusSchema = z
             tlsNotAfter: time("Expiry of the interface's TLS certificate").optional(),
             lastProbeTime: time('When the interface was last probed'),
             lastTransitionTime: time('When reachable last changed'),
+            audiences: z
+              .array(z.string())
+              .describe(
+                `The audiences whose card declares this interface ("${DEFAULT_AUDIENCE}": spec.card); set when spec.audiences is.`,
+              )
+              .optional(),
           })
           .describe('Probe result of one interface.'),
       )
       .describe('Probe results, one per interface of the card.')
       .optional(),
     reachableInterfaces: z.string().describe('"reachable/total", e.g. "2/3".').optional(),
+    audiences: z
+      .array(
+        z
+          .strictObject({
+            name: z.string().describe('Name of the audience (spec.audiences[].name).'),
+            hosts: z.array(z.string()).describe('Its hosts, lowercase, as the sidecar matches them.'),
+            digest: z
+              .string()
+              .regex(/^sha256:[0-9a-f]{64}$/)
+              .describe('"sha256:<hex>" of the agent-card.json bytes served to this audience.'),
+            bytes: z.int().min(0).describe("Size of this audience's agent-card.json, in bytes."),
+            probed: z
+              .boolean()
+              .describe(
+                'Whether its interfaces are probed (false: spec.audiences[].probe is Disabled, or probes are off).',
+              ),
+          })
+          .describe('The card published for one audience (the default one is status.card).'),
+      )
+      .describe('The cards published for spec.audiences, in order.')
+      .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
+      .optional(),
     serving: z
       .strictObject({
         podsRequesting: z
@@ -294,6 +507,8 @@ export const AgentCardResourceSchema = z.strictObject({
 });
 
 export type AgentCardSpec = z.infer<typeof AgentCardSpecSchema>;
+export type Audience = z.infer<typeof AudienceSchema>;
+export type AudienceStatus = NonNullable<AgentCardStatus['audiences']>[number];
 export type SpecCard = z.infer<typeof SpecCardSchema>;
 export type SigningKeyRef = z.infer<typeof SigningKeyRefSchema>;
 export type Serving = z.infer<typeof ServingSchema>;

@@ -194,17 +194,30 @@ export async function signCard(
   if (opts.jku !== undefined && !/^https:\/\/[^\s]+$/.test(opts.jku))
     throw new UserError('jku must be an https URL');
   const { signatures: _old, ...card } = rendered;
-  const payload = encoder.encode(signingPayload(card));
-  const signatures: { protected: string; signature: string }[] = [];
-  for (const key of keys) {
-    const privateKey = privateKeys.get(key);
-    if (!privateKey) throw new UserError(`signing key ${key.kid} was not imported with importSigningKey`);
-    const jws = await new jose.FlattenedSign(payload)
-      .setProtectedHeader(protectedHeader(key, opts.jku))
-      .sign(privateKey);
-    signatures.push({ protected: jws.protected!, signature: jws.signature });
-  }
+  const payload = signingPayload(card);
+  const signatures: DetachedSignature[] = [];
+  for (const key of keys) signatures.push(await signDetached(payload, key, opts.jku));
   return keys.length === 0 ? card : { ...card, signatures };
+}
+
+/** A JWS with a detached payload (RFC 7515 appendix F): the protected header and the signature. */
+export type DetachedSignature = { protected: string; signature: string };
+
+/**
+ * Signs a payload (canonical JSON text, see jcs.ts) with one key and returns the JWS without its
+ * payload. Cards and AI Catalogs share it: only where the payload comes from differs.
+ */
+export async function signDetached(
+  payload: string,
+  key: SigningKey,
+  jku?: string,
+): Promise<DetachedSignature> {
+  const privateKey = privateKeys.get(key);
+  if (!privateKey) throw new UserError(`signing key ${key.kid} was not imported with importSigningKey`);
+  const jws = await new jose.FlattenedSign(encoder.encode(payload))
+    .setProtectedHeader(protectedHeader(key, jku))
+    .sign(privateKey);
+  return { protected: jws.protected!, signature: jws.signature };
 }
 
 /** The public JWKS of the keys: `{keys: [{..., kid, alg, use: "sig"}]}`. */

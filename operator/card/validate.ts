@@ -3,9 +3,11 @@
  * errors, with their path), credential detection (always errors) and lint (warnings, or errors
  * with `strict`). A card is returned only when there is no error.
  */
+import { audienceCard } from './audience.ts';
 import { findCredentials, REDACTED } from './credentials.ts';
+import { nestingProblem } from './depth.ts';
 import { lintCard } from './lint.ts';
-import { hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
+import { formatPath, hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
 import { renderV1 } from './render.ts';
 import { z } from 'zod';
 import { AgentCardSpecSchema, type AgentCardSpec } from './resource.ts';
@@ -57,6 +59,9 @@ export function validateCard(
   input: unknown,
   opts: ValidateOptions = {},
 ): { card?: AgentCard; problems: Problem[] } {
+  // First, and alone: everything after it recurses into the input.
+  const tooDeep = nestingProblem(input);
+  if (tooDeep) return { problems: [tooDeep] };
   const result = AgentCardInputSchema.safeParse(input);
   const problems = result.success ? [] : problemsFromZod(result.error);
   const checked = checkCard(input, result.data, []);
@@ -65,17 +70,71 @@ export function validateCard(
   return hasErrors(all) ? { problems: all } : { card: checked.card, problems: all };
 }
 
+/** The fields an audience overrides: its lint findings are the ones under these paths. */
+const OVERRIDDEN = ['supportedInterfaces', 'securitySchemes', 'securityRequirements'];
+
+/**
+ * The audiences' overrides checked like the card: credentials anywhere in an audience (always
+ * errors), and lint of each audience's card, reported at the audience's own fields (a warning
+ * about a field inherited from spec.card is already reported once, at spec.card). Interface
+ * findings of a baseURL audience point at its baseURL, the field that produced the URL.
+ */
+function checkAudiences(
+  rawAudiences: unknown,
+  spec: AgentCardSpec | undefined,
+  card: AgentCard | undefined,
+): { problems: Problem[]; secretKeys: string[] } {
+  const problems: Problem[] = [];
+  const secretKeys: string[] = [];
+  if (Array.isArray(rawAudiences)) {
+    rawAudiences.forEach((raw, i) => {
+      const found = findCredentials(raw, ['spec', 'audiences', i]);
+      problems.push(...found.problems);
+      secretKeys.push(...found.secretKeys);
+    });
+  }
+  if (!spec || !card) return { problems, secretKeys };
+  spec.audiences?.forEach((audience, i) => {
+    const derived = audienceCard(card, audience);
+    const at = formatPath(['spec', 'audiences', i]);
+    const seen = new Set<string>();
+    for (const p of lintCard(derived, renderV1(derived))) {
+      const field = OVERRIDDEN.find(
+        (f) => p.path === f || p.path.startsWith(`${f}.`) || p.path.startsWith(`${f}[`),
+      );
+      if (!field && p.path !== '(card)') continue;
+      let path = p.path === '(card)' ? at : `${at}.${p.path}`;
+      let message = p.message;
+      if (field === 'supportedInterfaces' && audience.baseURL !== undefined) {
+        path = `${at}.baseURL`;
+        message = `gives ${p.path} ${message}`;
+      }
+      const key = `${path}\u0000${message}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      problems.push({ ...p, path, message });
+    }
+  });
+  return { problems, secretKeys };
+}
+
 /** Validates the spec of an AgentCard resource; paths start with `spec.`. */
 export function validateSpec(
   spec: unknown,
   opts: ValidateOptions = {},
 ): { spec?: AgentCardSpec; card?: AgentCard; problems: Problem[] } {
+  const tooDeep = nestingProblem(spec, ['spec']);
+  if (tooDeep) return { problems: [tooDeep] };
   const result = AgentCardSpecSchema.safeParse(spec);
   const problems = result.success ? [] : problemsFromZod(result.error, ['spec']);
   const rawCard = spec && typeof spec === 'object' ? (spec as Record<string, unknown>).card : undefined;
   const checked = checkCard(rawCard, result.data?.card, ['spec', 'card']);
   problems.push(...checked.problems);
-  const all = finish(problems, checked.secretKeys, opts);
+  const rawAudiences =
+    spec && typeof spec === 'object' ? (spec as Record<string, unknown>).audiences : undefined;
+  const audiences = checkAudiences(rawAudiences, result.data, checked.card);
+  problems.push(...audiences.problems);
+  const all = finish(problems, [...checked.secretKeys, ...audiences.secretKeys], opts);
   return hasErrors(all) ? { problems: all } : { spec: result.data, card: checked.card, problems: all };
 }
 

@@ -26,6 +26,26 @@ export function publicPart(jwk: JWK): JWK {
   return Object.fromEntries(Object.entries(jwk).filter(([name]) => !PRIVATE_MEMBERS.has(name))) as JWK;
 }
 
+/**
+ * Imported public keys, per trusted JWK object and algorithm: importing costs about as much as a
+ * verification, and a verifier checking many cards (agentcard discover) meets the same few keys
+ * over and over. Keyed weakly, so a key set that is dropped takes its imports with it.
+ */
+const importedKeys = new WeakMap<JWK, Map<string, Promise<jose.CryptoKey | Uint8Array>>>();
+
+function importVerifyKey(jwk: JWK, alg: string): Promise<jose.CryptoKey | Uint8Array> {
+  let byAlg = importedKeys.get(jwk);
+  if (!byAlg) importedKeys.set(jwk, (byAlg = new Map()));
+  let key = byAlg.get(alg);
+  if (!key) {
+    key = jose.importJWK(publicPart(jwk), alg);
+    // A key that fails to import is not remembered: the error is reported each time.
+    key.catch(() => byAlg.delete(alg));
+    byAlg.set(alg, key);
+  }
+  return key;
+}
+
 function usableFor(jwk: JWK, kid: string, alg: string): boolean {
   if (jwk.kid !== kid) return false;
   if (jwk.use !== undefined && jwk.use !== 'sig') return false;
@@ -71,7 +91,7 @@ async function verifyOne(
   let lastError = 'signature does not match';
   for (const jwk of candidates) {
     try {
-      const key = await jose.importJWK(publicPart(jwk), alg);
+      const key = await importVerifyKey(jwk, alg);
       await jose.flattenedVerify(
         {
           protected: sig.protected,
@@ -93,6 +113,19 @@ async function verifyOne(
     }
   }
   return { kid, alg, ok: false, error: lastError };
+}
+
+/**
+ * Verifies one detached JWS (`{protected, signature}`) over a payload (canonical JSON text)
+ * against the trusted keys: the primitive behind verifyCard, shared with AI Catalog signatures.
+ */
+export async function verifyDetached(
+  entry: unknown,
+  payload: string,
+  jwks: JWKS,
+  opts: VerifyOptions = {},
+): Promise<SignatureResult> {
+  return verifyOne(entry, jose.base64url.encode(encoder.encode(payload)), jwks, opts);
 }
 
 /** Verifies the signatures of a card against a trusted JWKS; reports which kid verified. */

@@ -13,6 +13,7 @@ import { API_VERSION, KIND } from '../api/names.ts';
 import type { AgentCard } from '../card/schema.ts';
 import { serializeCard } from '../card/serialize.ts';
 import { validateCard, validateResource } from '../card/validate.ts';
+import { audienceVariants, DEFAULT_AUDIENCE, type AudienceVariant } from '../card/audience.ts';
 
 /** Manifests and cards: a 1 MiB card is already refused by clients; allow a few per file. */
 export const MAX_INPUT_BYTES = 4 * 1024 * 1024;
@@ -241,4 +242,37 @@ export function printProblems(label: string, problems: readonly Problem[]): void
 /** JSON for standard output: indented, or the exact published bytes with `compact`. */
 export function formatJson(value: Record<string, unknown>, compact: boolean): string {
   return (compact ? serializeCard(value) : JSON.stringify(value, null, 2)) + '\n';
+}
+
+/**
+ * The card of audience `name` (spec.audiences[].name, or "default" for spec.card) of a loaded
+ * manifest; a bare card has only the default audience.
+ */
+export function pickAudience(
+  loaded: { label: string; card: AgentCard; spec?: AgentCardSpec },
+  name: string | undefined,
+): AgentCard {
+  if (name === undefined || name === DEFAULT_AUDIENCE) return loaded.card;
+  if (!loaded.spec) {
+    throw new UserError(
+      `${loaded.label}: --audience needs an AgentCard manifest (a bare card has no audiences)`,
+      2,
+    );
+  }
+  const variants = audienceVariants(loaded.spec, loaded.card);
+  const found = variants.find((v) => v.name === name);
+  if (!found) {
+    throw new UserError(
+      `${loaded.label}: no audience "${name}" (audiences: ${variants.map((v) => v.name).join(', ')})`,
+      2,
+    );
+  }
+  return found.card;
+}
+
+/** Every audience of a loaded manifest (the default one only, for a bare card). */
+export function allAudiences(loaded: { card: AgentCard; spec?: AgentCardSpec }): AudienceVariant[] {
+  return loaded.spec
+    ? audienceVariants(loaded.spec, loaded.card)
+    : [{ name: DEFAULT_AUDIENCE, hosts: [], card: loaded.card, probed: true }];
 }

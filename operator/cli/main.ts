@@ -25,6 +25,10 @@ const commands: Record<string, Command> = {
     summary: 'prove that each interface speaks its declared binding',
     load: () => import('./commands/probe.ts'),
   },
+  discover: {
+    summary: 'find agents from a host or an AI Catalog and verify every card',
+    load: () => import('./commands/discover.ts'),
+  },
   sidecar: {
     summary: 'serve a published card at /.well-known/',
     load: () => import('./commands/sidecar.ts'),

@@ -39,6 +39,8 @@ export interface PublishedFiles {
   /** `{"keys":[...]}` public JWKs. */
   jwks: string;
   cacheMaxAgeSeconds: number;
+  /** The other audiences' cards under their host keys (audiences/publish.ts lays them out). */
+  variantData?: Readonly<Record<string, string>>;
 }
 
 export interface ConfigMapObject {
@@ -94,6 +96,7 @@ export function desiredConfigMap(owner: Owner, files: PublishedFiles): ConfigMap
       [DATA_KEYS.legacyCard]: files.legacyCard,
       [DATA_KEYS.jwks]: files.jwks,
       [DATA_KEYS.maxAge]: String(files.cacheMaxAgeSeconds),
+      ...files.variantData,
     },
   };
 }
@@ -141,4 +144,36 @@ export function digestOf(text: string): string {
 
 export function byteLength(text: string): number {
   return Buffer.byteLength(text, 'utf8');
+}
+
+/**
+ * The most a ConfigMap may hold: the API server refuses (422) one whose data exceeds 1 MiB
+ * (core.MaxSecretSize, applied to ConfigMaps by ValidateConfigMap). Keys are counted too here,
+ * which is a few dozen bytes stricter than the server.
+ */
+export const MAX_CONFIGMAP_DATA_BYTES = 1024 * 1024;
+
+/** The bytes a ConfigMap's data takes, as the API server's size check counts them (plus keys). */
+export function configMapDataBytes(data: Record<string, string>): number {
+  let total = 0;
+  for (const [key, value] of Object.entries(data)) total += byteLength(key) + byteLength(value);
+  return total;
+}
+
+/**
+ * Why these files cannot be published in one ConfigMap (all of its data: every rendering and
+ * variant), or undefined when they fit.
+ */
+export function configMapSizeProblem(
+  data: Record<string, string>,
+  limit = MAX_CONFIGMAP_DATA_BYTES,
+): string | undefined {
+  const total = configMapDataBytes(data);
+  if (total <= limit) return undefined;
+  const parts = Object.entries(data)
+    .filter(([, v]) => byteLength(v) >= 1024)
+    .sort(([, a], [, b]) => byteLength(b) - byteLength(a))
+    .map(([k, v]) => `${k} ${byteLength(v)}`)
+    .join(', ');
+  return `the published files would take ${total} bytes (${parts}), over the ConfigMap limit of ${limit} bytes; make the card smaller (descriptions, skills, examples, extension params)`;
 }

@@ -4,19 +4,21 @@
  * direct GET), plans (plan.ts) and writes only what changed (server-side apply).
  *
  * What triggers a reconcile:
- * - an AgentCard is added, or its metadata.generation changes (spec edits), never a status-only
- *   update, so the controller's own status writes cause no loop;
+ * - an AgentCard is added, or its metadata.generation changes (spec edits), or someone else
+ *   edits the controller-owned status (corrected at once); never the echo of the controller's
+ *   own status write, so its writes cause no loop;
  * - an owned ConfigMap changes or disappears (not the echo of the controller's own apply);
- * - a Secret labelled agentcard.dev/signing-key=true that an AgentCard references changes;
+ * - a Secret that an AgentCard references appears, changes or goes, labelled or not (a
+ *   metadata-only watch of all Secrets; labelled ones also have their data cached);
  * - a probe verdict changes (probe wiring);
  * - a Pod that asks for the card (annotation agentcard.dev/inject) appears, goes, or gains or
  *   loses the sidecar (status.serving);
- * - the periodic resync (every AgentCard, e.g. every 10 minutes), which also picks up rotations of
- *   unlabelled Secrets.
+ * - the periodic resync (every AgentCard, e.g. every 10 minutes).
  *
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
  */
+import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
 import {
   API_VERSION,
@@ -31,7 +33,7 @@ import {
 import type { AgentCardSpec } from '../card/resource.ts';
 import { applyConfigMap, applyStatus, readSecret } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { describeApiError, isNotFound } from '../kube/errors.ts';
+import { apiStatusCode, describeApiError, isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { Logger } from '../log.ts';
 import { configMapUpToDate, type ConfigMapObject } from './configmap.ts';
@@ -43,11 +45,19 @@ import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
-import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import { WorkQueue } from './workqueue.ts';
+import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
+import { WorkQueue, type QueueGate } from './workqueue.ts';
+import { isOutage } from '../kube/health.ts';
 import { WriteOverlay } from './write-overlay.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+
+/** A short digest of the controller-owned part of a status (order of keys does not matter). */
+function statusDigest(status: unknown): string {
+  return createHash('sha256')
+    .update(canonicalJson(ownedStatus(status)))
+    .digest('base64');
+}
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -59,6 +69,8 @@ export interface ControllerOptions {
   metrics: ControllerMetrics;
   events: EventRecorder;
   probes: ProbeHooks;
+  /** Holds the work queue while the API server is away (kube/health.ts); none: never held. */
+  gate?: QueueGate;
 }
 
 export class Controller {
@@ -70,6 +82,12 @@ export class Controller {
   private readonly secretIndex = new SecretIndex();
   private readonly seenGeneration = new Map<string, number>();
   private readonly seenSecretVersion = new Map<string, string>();
+  /**
+   * A digest of the controller-owned status each card should have (what the last reconcile
+   * planned), so that a status someone else edits is noticed and corrected at once, not at the
+   * next resync: a status-only update does not change metadata.generation.
+   */
+  private readonly plannedStatus = new Map<string, string>();
   private readonly cardOverlay = new WriteOverlay<AgentCardObject & KubernetesObject>();
   private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
   /**
@@ -87,6 +105,7 @@ export class Controller {
     this.log = opts.log;
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency,
+      gate: opts.gate,
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       onError: (key, err, retryInMs) => {
         const [namespace, name] = splitKey(key);
@@ -100,11 +119,16 @@ export class Controller {
     });
     const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
     for (const ns of scopes) this.informers.set(ns, this.makeInformers(ns || undefined));
+    // The API server answers again: watches waiting out their backoff resume now, so the caches
+    // catch up with what changed during the outage before the queue works from them.
+    opts.gate?.onRecover(() => {
+      for (const informer of this.all()) informer.retryNow();
+    });
   }
 
   private makeInformers(namespace: string | undefined): Informers {
     const informers = createInformers(this.opts.client, this.log, namespace);
-    const { cards, configMaps, secrets, pods } = informers;
+    const { cards, configMaps, secrets, secretMetadata, pods } = informers;
     cards.on('add', (obj) => this.onCard(obj, true));
     cards.on('update', (obj) => this.onCard(obj, false));
     cards.on('delete', (obj) => this.onCardDeleted(obj));
@@ -114,6 +138,9 @@ export class Controller {
     secrets.on('add', (obj) => this.onSecret(obj, false));
     secrets.on('update', (obj) => this.onSecret(obj, false));
     secrets.on('delete', (obj) => this.onSecret(obj, true));
+    secretMetadata.on('add', (obj) => this.onSecret(obj, false));
+    secretMetadata.on('update', (obj) => this.onSecret(obj, false));
+    secretMetadata.on('delete', (obj) => this.onSecret(obj, true));
     pods.on('add', (obj) => this.onPod(obj, false));
     pods.on('update', (obj) => this.onPod(obj, false));
     pods.on('delete', (obj) => this.onPod(obj, true));
@@ -153,6 +180,17 @@ export class Controller {
     await Promise.all(this.all().map((i) => i.stop()));
   }
 
+  /**
+   * Leadership lost: stop starting reconciles now and stop the watches, without waiting for the
+   * runs in flight (the process exits next, which ends their requests). Another replica may be
+   * leading already, so nothing here may wait on the API server.
+   */
+  abandon(): void {
+    this.stopping = true;
+    void this.queue.shutdown();
+    for (const i of this.all()) void i.stop().catch(() => {});
+  }
+
   private cardKeys(): string[] {
     const keys: string[] = [];
     for (const { cards } of this.informers.values()) {
@@ -179,9 +217,20 @@ export class Controller {
       referencedSecretNames(obj.spec).map((s) => objectKey(namespace, s)),
     );
     const generation = obj.metadata.generation ?? 0;
-    const changed = added || this.seenGeneration.get(key) !== generation || !!obj.metadata.deletionTimestamp;
+    const changed =
+      added ||
+      this.seenGeneration.get(key) !== generation ||
+      !!obj.metadata.deletionTimestamp ||
+      this.statusEditedByOthers(key, obj);
     this.seenGeneration.set(key, generation);
     if (changed) this.enqueue(key);
+  }
+
+  /** Whether an update shows a controller-owned status other than the one last planned. */
+  private statusEditedByOthers(key: string, obj: AgentCardObject): boolean {
+    const planned = this.plannedStatus.get(key);
+    if (planned === undefined || this.cardOverlay.isOwnEcho(key, obj.metadata.resourceVersion)) return false;
+    return statusDigest(obj.status) !== planned;
   }
 
   private onCardDeleted(obj: AgentCardObject): void {
@@ -189,6 +238,7 @@ export class Controller {
     const key = objectKey(namespace, name);
     this.secretIndex.delete(key);
     this.seenGeneration.delete(key);
+    this.plannedStatus.delete(key);
     this.cardOverlay.forget(key);
     this.configMapOverlay.forget(objectKey(namespace, configMapName(name)));
     this.opts.metrics.forgetCard(namespace, name);
@@ -218,7 +268,11 @@ export class Controller {
     for (const card of this.pods.update(pod, deleted)) this.enqueue(card);
   }
 
-  private onSecret(obj: V1Secret, deleted: boolean): void {
+  /**
+   * A Secret appeared, changed or went (from the labelled-Secret cache or the metadata watch of
+   * all Secrets; the resourceVersion check lets only the first of the two re-queue).
+   */
+  private onSecret(obj: V1Secret | KubernetesObject, deleted: boolean): void {
     const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
     const rv = obj.metadata?.resourceVersion ?? '';
     if (deleted) this.seenSecretVersion.delete(key);
@@ -313,14 +367,32 @@ export class Controller {
         delete stored.metadata?.managedFields;
         this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
-        publishError = err;
-        log.warn('publishing the ConfigMap failed', { configMap: cmName, error: describeApiError(err) });
-        plan = await planReconcile({ ...input, publishError: describeApiError(err) });
+        // The API server is away: a status write would fail the same way. Retry the whole
+        // reconcile once it answers (the work queue holds until then).
+        if (isOutage(err)) throw err;
+        // 422: the API server refuses the object itself; the same bytes would fail forever, so it
+        // is reported and not retried (a spec change queues the card again). Anything else may
+        // pass on a retry.
+        const rejected = apiStatusCode(err) === 422;
+        if (!rejected) publishError = err;
+        log.warn('publishing the ConfigMap failed', {
+          configMap: cmName,
+          error: describeApiError(err),
+          retrying: !rejected,
+        });
+        plan = await planReconcile({
+          ...input,
+          publishError: describeApiError(err),
+          publishRejected: rejected,
+        });
+        plan.configMap = undefined;
       } finally {
         this.applyingConfigMaps.delete(cmKey);
       }
     }
 
+    // Recorded before the write, so that its watch echo (which may beat the response) matches.
+    this.plannedStatus.set(key, statusDigest(plan.status));
     if (plan.statusChanged) {
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'status' });
@@ -339,15 +411,15 @@ export class Controller {
       }
     }
 
-    if ((plan.configMap && !publishError) || plan.statusChanged) {
+    if (plan.configMap || plan.statusChanged) {
       // One line per reconcile that wrote something; nothing for the ones that found all in order.
       log.info('reconciled', {
         generation,
         ready: plan.ready,
-        wrote: [plan.configMap && !publishError ? 'configmap' : '', plan.statusChanged ? 'status' : '']
+        wrote: [plan.configMap ? 'configmap' : '', plan.statusChanged ? 'status' : '']
           .filter(Boolean)
           .join('+'),
-        ...(plan.configMap && !publishError ? { digest: plan.status.card?.digest } : {}),
+        ...(plan.configMap ? { digest: plan.status.card?.digest } : {}),
       });
     }
     const regarding = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: resource.metadata.uid };

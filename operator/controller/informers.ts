@@ -18,6 +18,7 @@ export interface Informers {
   cards: ResilientInformer<AgentCardObject & KubernetesObject>;
   configMaps: ResilientInformer<V1ConfigMap>;
   secrets: ResilientInformer<V1Secret>;
+  secretMetadata: ResilientInformer<KubernetesObject>;
   pods: ResilientInformer<V1Pod>;
 }
 
@@ -44,6 +45,22 @@ export function createInformers(client: KubeClient, log: Logger, namespace: stri
       labelSelector: SIGNING_KEY_SELECTOR,
       log,
     }),
+    // Every Secret of the scope, metadata only (PartialObjectMetadata, trimmed to name, namespace
+    // and resourceVersion), so that a referenced Secret that appears or changes re-queues its
+    // cards within seconds whoever created it and whatever its labels: GitOps tools (Argo CD,
+    // Flux, External Secrets, sealed-secrets) create Secrets in any order and without our label.
+    // This is cert-manager's approach. The alternative, re-checking cards with missing Secrets
+    // on a backoff capped at a minute, could not promise 30 s. Cost: about 0.5 KiB of heap per Secret
+    // in the cache (docs/BENCHMARKS.md, "Secret metadata cache"); the data of unlabelled Secrets
+    // is still read only by name at reconcile time, never cached.
+    secretMetadata: new ResilientInformer<KubernetesObject>({
+      name: `secret-metadata/${scope}`,
+      client,
+      path: collectionPath('/api/v1', 'secrets', namespace),
+      metadataOnly: true,
+      log,
+      trim: trimToIdentity,
+    }),
     pods: new ResilientInformer<V1Pod>({
       name: `pods/${scope}`,
       client,
@@ -56,7 +73,16 @@ export function createInformers(client: KubeClient, log: Logger, namespace: stri
 
 /** Every informer of every scope, for start, stop and sync checks. */
 export function allInformers(scopes: Iterable<Informers>): Array<ResilientInformer<KubernetesObject>> {
-  return [...scopes].flatMap((i) => [i.cards, i.configMaps, i.secrets, i.pods]) as Array<
+  return [...scopes].flatMap((i) => [i.cards, i.configMaps, i.secrets, i.secretMetadata, i.pods]) as Array<
     ResilientInformer<KubernetesObject>
   >;
+}
+
+/**
+ * Keeps only what identifies an object and its version (in place). The metadata is replaced, not
+ * pruned with delete, which would switch V8 to slower and larger dictionary objects.
+ */
+export function trimToIdentity(obj: KubernetesObject): void {
+  const { name, namespace, resourceVersion } = obj.metadata ?? {};
+  obj.metadata = { name, namespace, resourceVersion };
 }

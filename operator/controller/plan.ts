@@ -4,21 +4,25 @@
  * bytes change), the full controller-owned status (and whether it differs from the live one), and
  * the events of this state change. The controller (controller.ts) does the reads and writes.
  *
- * The card engine is used only through its public functions: validateSpec, renderV1, renderV03,
- * importSigningKey, signCard, publicJwks, serializeCard.
+ * The card engine is used only through its public functions: validateSpec, audienceVariants,
+ * importSigningKey, publicJwks, serializeCard (rendering and signing each audience's card is
+ * audiences/sign.ts).
  */
 import { createHash } from 'node:crypto';
 import { describeError, UserError } from '../errors.ts';
-import type { AgentCardSpec } from '../card/resource.ts';
-import { API_VERSION, configMapName, KIND, SIGNING_KEY_LABEL } from '../api/names.ts';
-import { renderV03, renderV1 } from '../card/render.ts';
+import { audienceVariants, type AudienceVariant } from '../card/audience.ts';
+import type { AgentCardSpec, AudienceStatus } from '../card/resource.ts';
+import { variantData, type VariantFiles } from './audiences/publish.ts';
+import { signVariants } from './audiences/sign.ts';
+import { API_VERSION, configMapName, KIND } from '../api/names.ts';
 import { serializeCard } from '../card/serialize.ts';
-import { importSigningKey, publicJwks, signCard, type SigningKey } from '../card/sign.ts';
+import { importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
 import { deriveReady, getCondition, setCondition, type ConditionInput } from './conditions.ts';
 import {
   byteLength,
   configMapNameProblem,
+  configMapSizeProblem,
   configMapUpToDate,
   DATA_KEYS,
   DEFAULT_CACHE_MAX_AGE_SECONDS,
@@ -30,7 +34,6 @@ import {
 } from './configmap.ts';
 import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
-import { reusableSignedCard } from './resign.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
 
@@ -73,6 +76,13 @@ export interface PlanInput {
   now: Date;
   /** Set when applying the planned ConfigMap failed: plan again with Published=False. */
   publishError?: string;
+  /**
+   * With publishError: the API server refused the object itself (422 Invalid), which retrying
+   * cannot change; reported as PublishRejected and not retried until the AgentCard changes.
+   */
+  publishRejected?: boolean;
+  /** The ConfigMap data limit (tests of the boundary); default MAX_CONFIGMAP_DATA_BYTES. */
+  maxConfigMapBytes?: number;
   /** The Pods that ask for this card (status.serving); undefined: not reported. */
   serving?: ServingSummary;
 }
@@ -93,12 +103,25 @@ export interface Plan {
 
 const MAX_LISTED_PROBLEMS = 3;
 
-function specProblemMessage(problems: Array<{ path: string; message: string; severity: string }>): string {
+/**
+ * What users still get while a change cannot be published: the truth depends on whether a card
+ * was ever published (the live ConfigMap holds one), not on what the controller hoped for.
+ */
+function servedNote(live: LiveConfigMap | undefined): string {
+  return live?.data?.[DATA_KEYS.card] !== undefined && !live.metadata?.deletionTimestamp
+    ? 'the last good card stays published'
+    : 'nothing is published yet';
+}
+
+function specProblemMessage(
+  problems: Array<{ path: string; message: string; severity: string }>,
+  served: string,
+): string {
   const errors = problems.filter((p) => p.severity === 'error');
   const listed = errors.slice(0, MAX_LISTED_PROBLEMS).map((p) => `${p.path}: ${p.message}`);
   const more =
     errors.length > MAX_LISTED_PROBLEMS ? ` (and ${errors.length - MAX_LISTED_PROBLEMS} more)` : '';
-  return `${listed.join('; ')}${more}; fix the spec and apply it again (the last good card stays published)`;
+  return `${listed.join('; ')}${more}; fix the spec and apply it again (${served})`;
 }
 
 function warningsNote(problems: Array<{ path: string; message: string; severity: string }>): string {
@@ -143,6 +166,7 @@ async function loadSigningKeys(
   spec: AgentCardSpec,
   namespace: string,
   secrets: ReadonlyMap<string, SecretView | undefined>,
+  served: string,
 ): Promise<SigningOutcome> {
   const signing = spec.signing;
   if (!signing) {
@@ -157,7 +181,6 @@ async function loadSigningKeys(
   }
   const problems: Array<{ reason: 'SigningKeyNotFound' | 'SigningKeyInvalid'; message: string }> = [];
   const keys: SigningKey[] = [];
-  const unlabelled = new Set<string>();
   for (const [i, ref] of signing.keys.entries()) {
     const where = `spec.signing.keys[${i}]`;
     const { name, key } = ref.secretRef;
@@ -165,11 +188,10 @@ async function loadSigningKeys(
     if (!secret) {
       problems.push({
         reason: 'SigningKeyNotFound',
-        message: `${where}: Secret "${name}" not found in namespace ${namespace}; create it with a private JWK or PKCS#8 PEM under the key "${key}" (label it ${SIGNING_KEY_LABEL}=true so that the card is re-signed as soon as it changes)`,
+        message: `${where}: Secret "${name}" not found in namespace ${namespace}; create it with a private JWK or PKCS#8 PEM under the key "${key}"; the card is signed as soon as it exists`,
       });
       continue;
     }
-    if (!secret.labelled) unlabelled.add(name);
     const encoded = secret.data[key];
     if (encoded === undefined) {
       const present = Object.keys(secret.data).sort();
@@ -199,19 +221,15 @@ async function loadSigningKeys(
       condition: {
         status: 'False',
         reason: problems[0]!.reason,
-        message: `${problems.map((p) => p.message).join('; ')}; the last good card stays published`,
+        message: `${problems.map((p) => p.message).join('; ')}; ${served}`,
       },
     };
   }
-  const hint =
-    unlabelled.size > 0
-      ? `; label Secret${unlabelled.size > 1 ? 's' : ''} ${[...unlabelled].map((n) => `"${n}"`).join(', ')} with ${SIGNING_KEY_LABEL}=true to re-sign within seconds of a key rotation (unlabelled Secrets are re-read on the periodic resync)`
-      : '';
   return {
     condition: {
       status: 'True',
       reason: 'Signed',
-      message: `signed with ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')}${hint}`,
+      message: `signed with ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')}`,
     },
     keys,
   };
@@ -246,6 +264,34 @@ function servingEvents(
   ];
 }
 
+/** The status entry of each audience with hosts (the default one is status.card). */
+function audienceStatus(
+  published: readonly VariantFiles[],
+  variants: readonly AudienceVariant[],
+): AudienceStatus[] {
+  return published.map((p) => ({
+    name: p.name,
+    hosts: [...p.hosts],
+    digest: digestOf(p.card),
+    bytes: byteLength(p.card),
+    probed: variants.find((v) => v.name === p.name)?.probed ?? false,
+  }));
+}
+
+function audiencesNote(audiences: readonly AudienceStatus[]): string {
+  if (audiences.length === 0) return '';
+  return `; audience${audiences.length > 1 ? 's' : ''} ${audiences.map((a) => `${a.name} (${a.digest.slice(0, 19)}, ${a.bytes} bytes)`).join(', ')}`;
+}
+
+/** What was published, as one string: a Published event is due when it changes. */
+function publishedDigests(
+  card: { digest: string } | undefined,
+  audiences: readonly AudienceStatus[] | undefined,
+): string | undefined {
+  if (!card) return undefined;
+  return [card.digest, ...(audiences ?? []).map((a) => `${a.name}=${a.digest}`)].join(',');
+}
+
 export async function planReconcile(input: PlanInput): Promise<Plan> {
   const { resource, now } = input;
   const { name, namespace, uid } = resource.metadata;
@@ -268,15 +314,17 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   let configMap: ConfigMapObject | undefined;
   let card = previous.card;
   let signatures = previous.signatures;
+  let audiences = previous.audiences;
   let signingNote: string | undefined;
 
   const validation = validateSpec(resource.spec);
+  const served = servedNote(input.liveConfigMap);
   const nameProblem = configMapNameProblem(name);
   const notPublished = (why: string): ConditionInput =>
     at({ status: 'False', reason: 'NotPublished', message: `nothing is published yet: ${why}` }, 'Published');
 
   if (!validation.spec || !validation.card || nameProblem) {
-    const message = nameProblem ?? specProblemMessage(validation.problems);
+    const message = nameProblem ?? specProblemMessage(validation.problems, served);
     next.push(
       at({ status: 'False', reason: nameProblem ? 'InvalidName' : 'InvalidSpec', message }, 'Accepted'),
     );
@@ -296,56 +344,64 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         'Accepted',
       ),
     );
-    const signing = await loadSigningKeys(spec, namespace, input.secrets);
+    const signing = await loadSigningKeys(spec, namespace, input.secrets, served);
     next.push(at(signing.condition, 'Signed'));
     if (!signing.keys) {
       next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
     } else {
-      const rendered = renderV1(validation.card);
       const jku = spec.signing?.jku;
-      const kept = await reusableSignedCard(
-        input.liveConfigMap?.data?.[DATA_KEYS.card],
-        rendered,
-        signing.keys,
-        jku,
-      );
-      signingNote = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
+      const keys = signing.keys;
+      const wanted = audienceVariants(spec, validation.card);
+      const signed = await signVariants(wanted, keys, jku, input.liveConfigMap?.data);
+      signingNote = signed.note;
+      const variants = signed.files;
+      const [main, ...others] = variants as [VariantFiles, ...VariantFiles[]];
       const files: PublishedFiles = {
-        card:
-          kept.card ??
-          serializeCard(signing.keys.length > 0 ? await signCard(rendered, signing.keys, { jku }) : rendered),
-        legacyCard: serializeCard(renderV03(validation.card)),
-        jwks: serializeCard(publicJwks(signing.keys) as unknown as Record<string, unknown>),
+        card: main.card,
+        legacyCard: main.legacyCard,
+        jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
         cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
+        variantData: variantData(others),
       };
       const cmName = configMapName(name);
-      if (input.publishError) {
+      const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
+      // Checked before any write, on the whole data map (every rendering and variant): a card that
+      // cannot fit is refused once, with the reason, instead of failing with 422 on every retry.
+      const tooLarge = configMapSizeProblem(desired.data, input.maxConfigMapBytes);
+      if (tooLarge) {
+        next.push(
+          at({ status: 'False', reason: 'CardTooLarge', message: `${tooLarge}; ${served}` }, 'Published'),
+        );
+      } else if (input.publishError) {
         next.push(
           at(
-            {
-              status: 'False',
-              reason: 'PublishFailed',
-              message: `writing ConfigMap ${cmName} failed: ${input.publishError}; retrying with backoff`,
-            },
+            input.publishRejected
+              ? {
+                  status: 'False',
+                  reason: 'PublishRejected',
+                  message: `the API server refused ConfigMap ${cmName}: ${input.publishError}; not retried until the AgentCard changes; ${served}`,
+                }
+              : {
+                  status: 'False',
+                  reason: 'PublishFailed',
+                  message: `writing ConfigMap ${cmName} failed: ${input.publishError}; retrying with backoff; ${served}`,
+                },
             'Published',
           ),
         );
       } else {
-        const desired = desiredConfigMap(
-          { apiVersion: API_VERSION, kind: KIND, name, namespace, uid },
-          files,
-        );
         if (!configMapUpToDate(input.liveConfigMap, desired)) configMap = desired;
         const digest = digestOf(files.card);
         const bytes = byteLength(files.card);
         card = { digest, bytes, version: validation.card.version, configMap: cmName };
-        signatures = signing.keys.map((k) => ({ kid: k.kid, alg: k.alg }));
+        signatures = keys.map((k) => ({ kid: k.kid, alg: k.alg }));
+        audiences = audienceStatus(others, wanted);
         next.push(
           at(
             {
               status: 'True',
               reason: 'Published',
-              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${servingNote}`,
+              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${audiencesNote(audiences)}${servingNote}`,
             },
             'Published',
           ),
@@ -366,6 +422,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     conditions,
     ...(card ? { card } : {}),
     ...(signatures && signatures.length > 0 ? { signatures } : {}),
+    ...(audiences && audiences.length > 0 ? { audiences } : {}),
     ...(verdict.interfaces ? { interfaces: verdict.interfaces } : {}),
     ...(verdict.reachableInterfaces !== undefined
       ? { reachableInterfaces: verdict.reachableInterfaces }
@@ -381,8 +438,8 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     statusChanged: statusChanged(resource.status, status),
     events: [
       ...plannedEvents(prevConditions, conditions, {
-        digestBefore: previous.card?.digest,
-        digestAfter: card?.digest,
+        digestBefore: publishedDigests(previous.card, previous.audiences),
+        digestAfter: publishedDigests(card, audiences),
       }),
       ...servingEvents(previous.serving, input.serving),
     ],

@@ -24,6 +24,7 @@ import {
   type ProbeResult,
   type ResolvedCredential,
 } from '../probe/index.ts';
+import { probeTargets, unprobedAudiences } from './audiences/probe-targets.ts';
 import type { InterfacesVerdict, SecretView } from './plan.ts';
 import type { ControllerStatus } from './status.ts';
 
@@ -76,20 +77,54 @@ function liveVerdict(live: ControllerStatus): InterfacesVerdict | undefined {
   };
 }
 
-/** Whether `targets` are the spec's interfaces, in order (probe results or status entries). */
+/**
+ * Whether `targets` are the interfaces the spec has probed (every audience's, see
+ * audiences/probe-targets.ts), in order (probe results or status entries).
+ */
 const sameTargets = (
   targets: ReadonlyArray<{ url: string; protocolBinding: string; protocolVersion: string }>,
   spec: AgentCardSpec,
-) =>
-  targets.length === spec.card.supportedInterfaces.length &&
-  targets.every((r, i) => {
-    const want = spec.card.supportedInterfaces[i]!;
-    return (
-      r.url === want.url &&
-      r.protocolBinding === want.protocolBinding &&
-      r.protocolVersion === want.protocolVersion
-    );
-  });
+) => {
+  const wanted = probeTargets(spec);
+  return (
+    targets.length === wanted.length &&
+    targets.every((r, i) => {
+      const want = wanted[i]!;
+      return (
+        r.url === want.url &&
+        r.protocolBinding === want.protocolBinding &&
+        r.protocolVersion === want.protocolVersion
+      );
+    })
+  );
+};
+
+/** Whether the status entries name the audiences that declare each interface today. */
+const sameAudiences = (
+  entries: ReadonlyArray<{ audiences?: string[] | undefined }> | undefined,
+  spec: AgentCardSpec,
+) => {
+  const wanted = declaringAudiences(spec);
+  return (entries ?? []).every((e, i) => (e.audiences ?? []).join() === (wanted[i] ?? []).join());
+};
+
+/**
+ * status.interfaces[].audiences of each probed interface: only for a card with audiences (for
+ * any other card every entry would say "default", and an upgrade would rewrite every status).
+ */
+function declaringAudiences(spec: AgentCardSpec): Array<string[] | undefined> {
+  const targets = probeTargets(spec);
+  return spec.audiences?.length ? targets.map((t) => t.audiences) : targets.map(() => undefined);
+}
+
+const NOT_PROBED = 'not probed (probe: Disabled)';
+
+/** The note an InterfacesReachable message ends with when audiences are not probed. */
+function unprobedNote(spec: AgentCardSpec): string {
+  const names = unprobedAudiences(spec);
+  if (names.length === 0) return '';
+  return `; audience${names.length > 1 ? 's' : ''} ${names.join(', ')} ${NOT_PROBED}`;
+}
 
 export interface VerdictInput {
   spec: AgentCardSpec | undefined;
@@ -125,7 +160,7 @@ export function interfacesVerdict(input: VerdictInput): InterfacesVerdict & { wr
       return {
         ...current,
         condition: { ...current.condition, observedGeneration: generation },
-        writeNeeded: false,
+        writeNeeded: !sameAudiences(live.interfaces, spec),
       };
     return { ...pendingVerdict(generation), writeNeeded: true };
   }
@@ -138,11 +173,22 @@ export function interfacesVerdict(input: VerdictInput): InterfacesVerdict & { wr
     generation,
     ...(input.refreshAfterMs !== undefined ? { refreshAfterMs: input.refreshAfterMs } : {}),
   });
-  if (!out.writeNeeded && current) return { ...current, writeNeeded: false };
+  const note = unprobedNote(spec);
+  const audiencesChanged = !sameAudiences(live.interfaces, spec);
+  // The message says which audiences are not probed; a change of that alone is worth a write.
+  const noteChanged =
+    current !== undefined &&
+    (note ? !current.condition.message.endsWith(note) : current.condition.message.includes(NOT_PROBED));
+  if (!out.writeNeeded && !audiencesChanged && !noteChanged && current)
+    return { ...current, writeNeeded: false };
   const { status, reason, message } = out.condition;
+  const declaring = declaringAudiences(spec);
   return {
-    condition: { status, reason, message, observedGeneration: generation },
-    interfaces: out.interfaces,
+    condition: { status, reason, message: message + note, observedGeneration: generation },
+    interfaces: out.interfaces.map((entry, i) => {
+      const audiences = declaring[i];
+      return audiences ? { ...entry, audiences } : entry;
+    }),
     reachableInterfaces: out.reachableInterfaces,
     writeNeeded: true,
   };
@@ -241,12 +287,7 @@ export function probeWiring(opts: ProbeWiringOptions): ProbeHooks {
       }
       const credentials = resolveCredentials(spec, secrets);
       scheduler.upsert(key, {
-        interfaces: spec.card.supportedInterfaces.map((i) => ({
-          url: i.url,
-          protocolBinding: i.protocolBinding,
-          protocolVersion: i.protocolVersion,
-          ...(i.tenant ? { tenant: i.tenant } : {}),
-        })),
+        interfaces: probeTargets(spec).map(({ audiences: _a, ...target }) => target),
         intervalMs: parseDuration(spec.probe?.interval ?? '60s'),
         timeoutMs: parseDuration(spec.probe?.timeout ?? '5s'),
         headersFor: (url) => credentialHeaders(url, credentials),

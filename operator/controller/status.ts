@@ -13,6 +13,7 @@ export const OWNED_STATUS_FIELDS = [
   'signatures',
   'interfaces',
   'reachableInterfaces',
+  'audiences',
   'serving',
 ] as const;
 

@@ -5,21 +5,38 @@
  *   processed once more after the current run ends;
  * - at most `concurrency` keys are processed at the same time;
  * - a failed key is retried after a per-key exponential backoff (capped); success forgets it;
- * - shutdown stops taking work and waits for the runs in flight.
+ * - shutdown stops taking work and waits for the runs in flight;
+ * - an optional gate (kube/health.ts's circuit breaker) holds every key while the API server is
+ *   away, then lets one through as a probe, so an outage costs a few failed writes rather than
+ *   one per key and retry.
  */
 import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
+import { systemClock, type Clock } from '../kube/clock.ts';
 
 /** What a handler may ask for: run this key again after a delay even though it succeeded. */
 export type HandlerResult = void | { requeueAfterMs?: number };
 export type Handler = (key: string) => Promise<HandlerResult>;
 
+/** What the queue asks before starting work (kube/health.ts's ApiHealth is one). */
+export interface QueueGate {
+  /** How many runs may be in flight now, given the configured concurrency. */
+  limit(concurrency: number): number;
+  /** Milliseconds until the limit may rise again (0: it rises when a run ends or on recovery). */
+  waitMs(): number;
+  /** Calls `listener` when the gate opens fully. */
+  onRecover(listener: () => void): void;
+}
+
 export interface WorkQueueOptions {
   concurrency: number;
+  gate?: QueueGate;
   backoff?: BackoffOptions;
   /** Called with the number of queued (not yet started) keys whenever it changes. */
   onDepth?: (depth: number) => void;
   /** Called when a handler throws, with the delay before its retry. */
   onError?: (key: string, err: unknown, retryInMs: number) => void;
+  /** Time for delayed adds and the resync (a manual clock in tests). */
+  clock?: Clock;
 }
 
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 1_000, maxMs: 5 * 60_000 };
@@ -38,12 +55,16 @@ export class WorkQueue {
   /** Keys added while they were being processed: queued again when their run ends. */
   private readonly dirty = new Set<string>();
   /** Delayed adds (backoff retries, requeue-after, resync are not delayed). */
-  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly delayed = new Map<string, { at: number; cancel: () => void }>();
   /** Consecutive failures per key, for the backoff. */
   private readonly failures = new Map<string, number>();
   private readonly inFlight = new Set<Promise<void>>();
   private idleWaiters: Array<() => void> = [];
-  private resyncTimer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private cancelResync: (() => void) | undefined;
+  private readonly gate: QueueGate | undefined;
+  /** Cancels the pump scheduled for when the gate's wait ends. */
+  private cancelGateTimer: (() => void) | undefined;
   private stopping = false;
   private lastDepth = 0;
 
@@ -56,6 +77,9 @@ export class WorkQueue {
     this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.onDepth = opts.onDepth ?? (() => {});
     this.onError = opts.onError ?? (() => {});
+    this.clock = opts.clock ?? systemClock;
+    this.gate = opts.gate;
+    this.gate?.onRecover(() => this.pump());
   }
 
   /** Queues a key now. Ignored after shutdown started. */
@@ -70,16 +94,15 @@ export class WorkQueue {
   addAfter(key: string, ms: number): void {
     if (this.stopping) return;
     if (ms <= 0) return this.add(key);
-    const at = Date.now() + ms;
+    const at = this.clock.now() + ms;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;
-    if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
+    existing?.cancel();
+    const cancel = this.clock.setTimer(ms, () => {
       this.delayed.delete(key);
       this.add(key);
-    }, ms);
-    timer.unref();
-    this.delayed.set(key, { at, timer });
+    });
+    this.delayed.set(key, { at, cancel });
   }
 
   /** Forgets a key's failure history (its next failure starts the backoff from the base). */
@@ -106,15 +129,16 @@ export class WorkQueue {
   startResync(intervalMs: number, listKeys: () => Iterable<string>): void {
     this.stopResync();
     if (intervalMs <= 0) return;
-    this.resyncTimer = setInterval(() => {
+    const tick = () => {
       for (const key of listKeys()) this.add(key);
-    }, intervalMs);
-    this.resyncTimer.unref();
+      this.cancelResync = this.clock.setTimer(intervalMs, tick);
+    };
+    this.cancelResync = this.clock.setTimer(intervalMs, tick);
   }
 
   private stopResync(): void {
-    if (this.resyncTimer) clearInterval(this.resyncTimer);
-    this.resyncTimer = undefined;
+    this.cancelResync?.();
+    this.cancelResync = undefined;
   }
 
   /** Resolves when nothing is queued or running (delayed adds do not count). */
@@ -130,7 +154,9 @@ export class WorkQueue {
   async shutdown(): Promise<void> {
     this.stopping = true;
     this.stopResync();
-    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    this.cancelGateTimer?.();
+    this.cancelGateTimer = undefined;
+    for (const { cancel } of this.delayed.values()) cancel();
     this.delayed.clear();
     this.queued.clear();
     this.dirty.clear();
@@ -143,11 +169,13 @@ export class WorkQueue {
   }
 
   private pump(): void {
-    while (!this.stopping && this.processing.size < this.concurrency && this.queued.size > 0) {
+    const limit = this.gate ? this.gate.limit(this.concurrency) : this.concurrency;
+    while (!this.stopping && this.processing.size < limit && this.queued.size > 0) {
       const key = this.queued.values().next().value as string;
       this.queued.delete(key);
       this.start(key);
     }
+    if (limit === 0 && this.queued.size > 0 && !this.stopping) this.pumpAfterGate();
     this.reportDepth();
     this.notifyIdle();
   }
@@ -157,7 +185,7 @@ export class WorkQueue {
     // This run covers any delayed re-add of the key that was still pending.
     const pending = this.delayed.get(key);
     if (pending) {
-      clearTimeout(pending.timer);
+      pending.cancel();
       this.delayed.delete(key);
     }
     const run = this.run(key).finally(() => {
@@ -181,6 +209,15 @@ export class WorkQueue {
       this.onError(key, err, delay);
       this.addAfter(key, delay);
     }
+  }
+
+  /** Pumps again when the gate's wait is over (one timer at a time). */
+  private pumpAfterGate(): void {
+    if (this.cancelGateTimer) return;
+    this.cancelGateTimer = this.clock.setTimer(Math.max(1, this.gate!.waitMs()), () => {
+      this.cancelGateTimer = undefined;
+      this.pump();
+    });
   }
 
   private reportDepth(): void {

@@ -48,9 +48,13 @@ export function applyStatus(
 }
 
 /** GET one object; undefined when it does not exist (404). */
-export async function readOptional<T>(client: KubeClient, path: string): Promise<T | undefined> {
+export async function readOptional<T>(
+  client: KubeClient,
+  path: string,
+  signal?: AbortSignal,
+): Promise<T | undefined> {
   try {
-    return await client.request<T>('GET', path);
+    return await client.request<T>('GET', path, { signal });
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -120,12 +124,24 @@ export async function createEvent(client: KubeClient, e: EventInput): Promise<vo
 const leasePath = (namespace: string, name?: string) =>
   `/apis/coordination.k8s.io/v1/namespaces/${seg(namespace)}/leases${name ? `/${seg(name)}` : ''}`;
 
-export function readLease(client: KubeClient, namespace: string, name: string): Promise<V1Lease | undefined> {
-  return readOptional(client, leasePath(namespace, name));
+// The Lease calls take the leader elector's signal: each is bounded by what remains of the renew
+// deadline, not by the client's 60 s request timeout.
+export function readLease(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  signal?: AbortSignal,
+): Promise<V1Lease | undefined> {
+  return readOptional(client, leasePath(namespace, name), signal);
 }
 
-export function createLease(client: KubeClient, namespace: string, lease: V1Lease): Promise<V1Lease> {
-  return client.request('POST', leasePath(namespace), { body: lease });
+export function createLease(
+  client: KubeClient,
+  namespace: string,
+  lease: V1Lease,
+  signal?: AbortSignal,
+): Promise<V1Lease> {
+  return client.request('POST', leasePath(namespace), { body: lease, signal });
 }
 
 /** Replaces a Lease; its metadata.resourceVersion makes it fail with 409 if someone else wrote first. */
@@ -134,6 +150,7 @@ export function replaceLease(
   namespace: string,
   name: string,
   lease: V1Lease,
+  signal?: AbortSignal,
 ): Promise<V1Lease> {
-  return client.request('PUT', leasePath(namespace, name), { body: lease });
+  return client.request('PUT', leasePath(namespace, name), { body: lease, signal });
 }

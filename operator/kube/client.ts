@@ -1,8 +1,7 @@
 /**
  * The operator's Kubernetes REST client: JSON over undici, authenticated by client-node's
- * KubeConfig (`applySecurityAuthentication`: the headers, TLS material and proxy of the current
- * context, the same step client-node's own clients take before every request; tokens of exec
- * plugins, OIDC and projected service-account files are refreshed there).
+ * KubeConfig (the headers, TLS material and proxy of the current context, with one connection
+ * pool per TLS setting: client-node.ts).
  *
  * The operator does not use client-node's generated API classes: loading them costs about 35 MiB
  * of resident memory (24 MB of JavaScript), and each call goes through web fetch and an object
@@ -10,7 +9,7 @@
  * (docs/BENCHMARKS.md, "Controller scale"). The handful of calls it makes are in api.ts.
  */
 import { request, type Dispatcher } from 'undici';
-import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { KubeAuthenticator, type KubeAuth, type KubeConfig } from './client-node.ts';
 
 /** Content types of the write verbs (https://kubernetes.io/docs/reference/using-api/api-concepts/). */
 export const CONTENT_TYPE = {
@@ -27,8 +26,21 @@ export interface RequestOptions {
   /** Sent as JSON. */
   body?: unknown;
   contentType?: string;
+  /** Overrides the Accept header (e.g. METADATA_ONLY.list). */
+  accept?: string;
   signal?: AbortSignal;
 }
+
+/**
+ * Accept headers asking for metadata only (PartialObjectMetadata) instead of whole objects, as
+ * client-go's metadata client does. A list and a watch need different ones: a watch offered the
+ * list form as well answers 200 and then sends nothing.
+ * https://kubernetes.io/docs/reference/using-api/api-concepts/#receiving-resources-as-tables
+ */
+export const METADATA_ONLY = {
+  list: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+  watch: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+} as const;
 
 /** An answer of the API server other than 2xx; `body` is its Status object when it sent one. */
 export class ApiError extends Error {
@@ -73,17 +85,28 @@ export function parseAnswer(text: string, method: string, path: string): unknown
   }
 }
 
+export interface KubeClientOptions {
+  /**
+   * Told the outcome of every request: called with no argument when the API server answered
+   * (any status), with the error otherwise or for a non-2xx answer. health.ts's ApiHealth
+   * turns this into a circuit breaker.
+   */
+  observe?: (err?: unknown) => void;
+}
+
 export class KubeClient {
   readonly kubeConfig: KubeConfig;
   private readonly server: string;
-  private cachedAuth:
-    | { at: number; resolved: Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> }
-    | undefined;
+  private readonly authenticator: KubeAuthenticator;
+  private readonly observe: (err?: unknown) => void;
+  private cachedAuth: { at: number; resolved: Promise<KubeAuth> } | undefined;
 
-  constructor(kubeConfig: KubeConfig) {
+  constructor(kubeConfig: KubeConfig, opts: KubeClientOptions = {}) {
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('the Kubernetes configuration has no current cluster');
     this.kubeConfig = kubeConfig;
+    this.authenticator = new KubeAuthenticator(kubeConfig);
+    this.observe = opts.observe ?? (() => {});
     this.server = cluster.server.replace(/\/+$/, '');
   }
 
@@ -104,7 +127,7 @@ export class KubeClient {
    * CA and token files and hashes the TLS material on every call (about 5% of the operator's CPU
    * at 1,000 AgentCards), while tokens and certificates change on a scale of minutes.
    */
-  private async auth(): Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> {
+  private async auth(): Promise<KubeAuth> {
     const now = Date.now();
     if (!this.cachedAuth || now - this.cachedAuth.at > AUTH_REUSE_MS) {
       const resolved = this.resolveAuth();
@@ -118,40 +141,45 @@ export class KubeClient {
     return { headers: { ...headers }, dispatcher };
   }
 
-  private async resolveAuth(): Promise<{ headers: Record<string, string>; dispatcher?: Dispatcher }> {
-    const headers: Record<string, string> = { 'user-agent': USER_AGENT, accept: CONTENT_TYPE.json };
-    let dispatcher: Dispatcher | undefined;
-    // applySecurityAuthentication only sets headers and the dispatcher on the request context.
-    const context = {
-      setHeaderParam: (name: string, value: string) => (headers[name.toLowerCase()] = value),
-      setDispatcher: (d: Dispatcher) => (dispatcher = d),
-    };
-    await this.kubeConfig.applySecurityAuthentication(
-      context as unknown as Parameters<KubeConfig['applySecurityAuthentication']>[0],
-    );
-    return { headers, dispatcher };
+  private async resolveAuth(): Promise<KubeAuth> {
+    const { headers, dispatcher } = await this.authenticator.authenticate();
+    return { headers: { 'user-agent': USER_AGENT, accept: CONTENT_TYPE.json, ...headers }, dispatcher };
   }
 
   /** One request; resolves with the parsed JSON answer, rejects with ApiError on a non-2xx. */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const { headers, dispatcher } = await this.auth();
+    if (opts.accept) headers.accept = opts.accept;
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['content-type'] = opts.contentType ?? CONTENT_TYPE.json;
     }
-    const res = await request(this.url(path, opts.query), {
-      method: method as Dispatcher.HttpMethod,
-      headers,
-      body,
-      dispatcher,
-      signal: opts.signal,
-      // A stuck request must not hold a reconcile (or the informer's list) for undici's default 5 min.
-      headersTimeout: REQUEST_TIMEOUT_MS,
-      bodyTimeout: REQUEST_TIMEOUT_MS,
-    });
-    const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300) throw new ApiError(res.statusCode, parseStatus(text));
+    let text: string;
+    let statusCode: number;
+    try {
+      const res = await request(this.url(path, opts.query), {
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        dispatcher,
+        signal: opts.signal,
+        // A stuck request must not hold a reconcile (or the informer's list) for undici's default 5 min.
+        headersTimeout: REQUEST_TIMEOUT_MS,
+        bodyTimeout: REQUEST_TIMEOUT_MS,
+      });
+      statusCode = res.statusCode;
+      text = await res.body.text();
+    } catch (err) {
+      this.observe(err);
+      throw err;
+    }
+    if (statusCode < 200 || statusCode >= 300) {
+      const err = new ApiError(statusCode, parseStatus(text));
+      this.observe(err);
+      throw err;
+    }
+    this.observe();
     return (text ? parseAnswer(text, method, path) : undefined) as T;
   }
 
@@ -165,28 +193,47 @@ export class KubeClient {
     query: Query & { timeoutSeconds: number },
     onEvent: (event: WatchEvent<T>) => void,
     signal: AbortSignal,
+    accept?: string,
   ): Promise<void> {
     const { headers, dispatcher } = await this.auth();
-    const res = await request(this.url(path, { ...query, watch: 1 }), {
-      method: 'GET',
-      headers,
-      dispatcher,
-      signal,
-      bodyTimeout: (query.timeoutSeconds + 60) * 1000,
-    });
-    if (res.statusCode !== 200) throw new ApiError(res.statusCode, parseStatus(await res.body.text()));
+    if (accept) headers.accept = accept;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(this.url(path, { ...query, watch: 1 }), {
+        method: 'GET',
+        headers,
+        dispatcher,
+        signal,
+        bodyTimeout: (query.timeoutSeconds + 60) * 1000,
+      });
+    } catch (err) {
+      this.observe(err);
+      throw err;
+    }
+    if (res.statusCode !== 200) {
+      const err = new ApiError(res.statusCode, parseStatus(await res.body.text()));
+      this.observe(err);
+      throw err;
+    }
+    this.observe();
     res.body.setEncoding('utf8');
     let pending = '';
-    for await (const chunk of res.body as AsyncIterable<string>) {
-      pending += chunk;
-      let start = 0;
-      let end: number;
-      while ((end = pending.indexOf('\n', start)) >= 0) {
-        const line = pending.slice(start, end);
-        start = end + 1;
-        if (line.trim()) onEvent(parseAnswer(line, 'WATCH', path) as WatchEvent<T>);
+    try {
+      for await (const chunk of res.body as AsyncIterable<string>) {
+        pending += chunk;
+        let start = 0;
+        let end: number;
+        while ((end = pending.indexOf('\n', start)) >= 0) {
+          const line = pending.slice(start, end);
+          start = end + 1;
+          if (line.trim()) onEvent(parseAnswer(line, 'WATCH', path) as WatchEvent<T>);
+        }
+        pending = pending.slice(start);
       }
-      pending = pending.slice(start);
+    } catch (err) {
+      // A stream that breaks (the API server went away) is an outage; our own abort is not.
+      if (!signal.aborted) this.observe(err);
+      throw err;
     }
   }
 }

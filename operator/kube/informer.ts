@@ -10,14 +10,15 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
+import { systemClock, type Clock } from './clock.ts';
 import type { Logger } from '../log.ts';
-import { ApiError, type KubeClient, type WatchEvent } from './client.ts';
+import { ApiError, METADATA_ONLY, type KubeClient, type WatchEvent } from './client.ts';
 import { apiStatusCode, describeApiError } from './errors.ts';
 
 export type ObjectHandler<T> = (obj: T) => void;
 /** A list answer as the server sends it (client-node's model calls `continue` `_continue`). */
 interface ListPage<T> {
-  items: T[];
+  items: T[] | null;
   metadata?: { resourceVersion?: string; continue?: string };
 }
 type Verb = 'add' | 'update' | 'delete';
@@ -37,6 +38,10 @@ export interface InformerOptions<T extends KubernetesObject> {
   trim?: (obj: T) => void;
   /** Objects per list page. */
   pageSize?: number;
+  /** Time for the restart backoff (a manual clock in tests). */
+  clock?: Clock;
+  /** Lists and watches PartialObjectMetadata only (METADATA_ONLY): a cache of metadata. */
+  metadataOnly?: boolean;
 }
 
 /** The server ends each watch after 5 to 10 minutes (client-go's spread), then it resumes. */
@@ -61,7 +66,8 @@ export class ResilientInformer<T extends KubernetesObject> {
   private stopped = true;
   private isSynced = false;
   private lastStart = 0;
-  private restartTimer: NodeJS.Timeout | undefined;
+  private cancelRestart: (() => void) | undefined;
+  private readonly clock: Clock;
   private abort: AbortController | undefined;
   private running: Promise<void> | undefined;
 
@@ -71,6 +77,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.log = opts.log;
     this.backoff = new Backoff(opts.backoff ?? { baseMs: 1_000, maxMs: 30_000 });
     this.healthyAfterMs = opts.healthyAfterMs ?? 60_000;
+    this.clock = opts.clock ?? systemClock;
   }
 
   on(verb: Verb, handler: ObjectHandler<T>): void {
@@ -105,17 +112,28 @@ export class ResilientInformer<T extends KubernetesObject> {
     }
   }
 
+  /**
+   * Restarts at once if waiting out a backoff after an error (the caller knows the API server
+   * answers again); otherwise does nothing.
+   */
+  retryNow(): void {
+    if (!this.cancelRestart || this.stopped) return;
+    this.cancelRestart();
+    this.cancelRestart = undefined;
+    void this.attempt();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.restartTimer) clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
+    this.cancelRestart?.();
+    this.cancelRestart = undefined;
     this.abort?.abort();
     await this.running?.catch(() => {});
   }
 
   /** One run: list if needed (awaited), then watch in the background until stopped or failed. */
   private async attempt(): Promise<void> {
-    this.lastStart = Date.now();
+    this.lastStart = this.clock.now();
     const abort = (this.abort = new AbortController());
     try {
       if (!this.resourceVersion) await this.relist(abort.signal);
@@ -133,7 +151,7 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   private async watchLoop(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      const opened = Date.now();
+      const opened = this.clock.now();
       let events = 0;
       try {
         await this.opts.client.watch<T>(
@@ -149,9 +167,10 @@ export class ResilientInformer<T extends KubernetesObject> {
             this.onEvent(event);
           },
           signal,
+          this.opts.metadataOnly ? METADATA_ONLY.watch : undefined,
         );
         // A server that closes every watch at once would otherwise be asked again in a tight loop.
-        if (events === 0 && Date.now() - opened < 1_000 && !signal.aborted)
+        if (events === 0 && this.clock.now() - opened < 1_000 && !signal.aborted)
           throw new Error('the API server closed the watch at once');
       } catch (err) {
         if (!(err instanceof Relist) && apiStatusCode(err) !== 410) throw err;
@@ -170,8 +189,10 @@ export class ResilientInformer<T extends KubernetesObject> {
       const page = await this.opts.client.request<ListPage<T>>('GET', this.opts.path, {
         query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: next },
         signal,
+        accept: this.opts.metadataOnly ? METADATA_ONLY.list : undefined,
       });
-      for (const item of page.items) fresh.set(keyOf(item), this.prepare(item));
+      // An empty PartialObjectMetadataList has "items": null.
+      for (const item of page.items ?? []) fresh.set(keyOf(item), this.prepare(item));
       listVersion = page.metadata?.resourceVersion ?? '';
       next = page.metadata?.continue || undefined;
     } while (next);
@@ -232,18 +253,17 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   private onError(err: unknown): void {
     if (this.stopped) return;
-    if (Date.now() - this.lastStart > this.healthyAfterMs) this.backoff.reset();
+    if (this.clock.now() - this.lastStart > this.healthyAfterMs) this.backoff.reset();
     const delay = this.backoff.next();
     this.log.warn('watch stopped; restarting', {
       informer: this.name,
       error: describeApiError(err),
       retryInMs: delay,
     });
-    if (this.restartTimer) clearTimeout(this.restartTimer);
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = undefined;
+    this.cancelRestart?.();
+    this.cancelRestart = this.clock.setTimer(delay, () => {
+      this.cancelRestart = undefined;
       if (!this.stopped) void this.attempt();
-    }, delay);
-    this.restartTimer.unref();
+    });
   }
 }

@@ -9,7 +9,7 @@
  *   standby takes over without waiting for expiry.
  * Writes use the Lease's resourceVersion, so two candidates can never both win the same round.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { boundedSignal, systemClock, type Clock } from './clock.ts';
 import { describeApiError, isConflict } from './errors.ts';
 import type { Logger } from '../log.ts';
 
@@ -74,11 +74,19 @@ export function sameRecord(a: LeaseRecord | undefined, b: LeaseRecord | undefine
   );
 }
 
-/** The Lease I/O the elector needs; `write` must fail (throw) when `resourceVersion` is stale. */
+/**
+ * The Lease I/O the elector needs; `write` must fail (throw) when `resourceVersion` is stale.
+ * Every call takes the signal that bounds it: a request still unanswered when it aborts must fail
+ * at once (a hung connection must not outlast the renew deadline).
+ */
 export interface LeaseStore {
-  read(): Promise<{ record: LeaseRecord; resourceVersion: string } | undefined>;
-  create(record: LeaseRecord): Promise<{ resourceVersion: string }>;
-  write(record: LeaseRecord, resourceVersion: string): Promise<{ resourceVersion: string }>;
+  read(signal?: AbortSignal): Promise<{ record: LeaseRecord; resourceVersion: string } | undefined>;
+  create(record: LeaseRecord, signal?: AbortSignal): Promise<{ resourceVersion: string }>;
+  write(
+    record: LeaseRecord,
+    resourceVersion: string,
+    signal?: AbortSignal,
+  ): Promise<{ resourceVersion: string }>;
 }
 
 export interface LeaderElectionTiming {
@@ -93,6 +101,9 @@ export const DEFAULT_TIMING: LeaderElectionTiming = {
   retryPeriodMs: 2_000,
 };
 
+/** How long stepping down may take before the process gives up and lets the Lease expire. */
+export const RELEASE_TIMEOUT_MS = 2_000;
+
 /** MicroTime text (RFC 3339 with microseconds), the Lease's time format. */
 export function microTime(date: Date): string {
   return date.toISOString().replace(/Z$/, '000Z');
@@ -103,8 +114,15 @@ export class LeaderElector {
   private readonly identity: string;
   private readonly timing: LeaderElectionTiming;
   private readonly log: Logger;
+  private readonly clock: Clock;
   private observed: { record: LeaseRecord | undefined; at: number } = { record: undefined, at: 0 };
   private current: { record: LeaseRecord; resourceVersion: string } | undefined;
+  /**
+   * When (clock ms) the last successful round started. The record it wrote says renewTime = that
+   * moment, and a standby counts the lease duration from when it saw the record, which is later:
+   * so this process may act as leader until renewedAt + renewDeadline, never after.
+   */
+  private renewedAt = 0;
   /** The last failure reported as a warning (each distinct one once, until a round succeeds). */
   private lastFailure: string | undefined;
   private leading = false;
@@ -114,11 +132,13 @@ export class LeaderElector {
     identity: string,
     log: Logger,
     timing: LeaderElectionTiming = DEFAULT_TIMING,
+    clock: Clock = systemClock,
   ) {
     this.store = store;
     this.identity = identity;
     this.log = log;
     this.timing = timing;
+    this.clock = clock;
   }
 
   get isLeader(): boolean {
@@ -137,7 +157,7 @@ export class LeaderElector {
   async acquire(signal: AbortSignal): Promise<boolean> {
     let lastHolder: string | undefined;
     while (!signal.aborted) {
-      if (await this.tryAcquireOrRenew()) {
+      if (await this.tryAcquireOrRenew(signal)) {
         this.leading = true;
         this.log.info('became leader', { identity: this.identity });
         return true;
@@ -146,7 +166,7 @@ export class LeaderElector {
         lastHolder = this.holder;
         this.log.info('waiting for the leader lease', { identity: this.identity, holder: lastHolder ?? '' });
       }
-      await sleep(jitter(this.timing.retryPeriodMs), undefined, { signal }).catch(() => {});
+      await this.clock.sleep(jitter(this.timing.retryPeriodMs), signal);
     }
     return false;
   }
@@ -154,57 +174,80 @@ export class LeaderElector {
   /**
    * Renews every retryPeriod while leading. Resolves when leadership is lost (no successful renew
    * within renewDeadline, or another holder seen) or when `signal` aborts; `lost` tells which.
+   *
+   * As client-go's renew loop does, every round is bounded by what remains of the renew deadline
+   * (the abort reaches the request), so a connection that hangs without closing cannot keep this
+   * process leading past renewedAt + renewDeadline, which is before any standby may take the
+   * Lease (renewDeadline < leaseDuration).
    */
   async holdUntilLost(signal: AbortSignal): Promise<{ lost: boolean }> {
-    let lastRenew = Date.now();
     while (!signal.aborted) {
-      await sleep(this.timing.retryPeriodMs, undefined, { signal }).catch(() => {});
+      const deadline = this.renewedAt + this.timing.renewDeadlineMs;
+      await this.clock.sleep(Math.min(this.timing.retryPeriodMs, deadline - this.clock.now()), signal);
       if (signal.aborted) break;
-      if (await this.tryAcquireOrRenew()) {
-        lastRenew = Date.now();
-        continue;
-      }
+      const remaining = deadline - this.clock.now();
+      // The round is not cut by `signal` (shutdown): a renewal the server applied but whose answer
+      // was dropped would leave a stale resourceVersion, and the release below would fail.
+      const renewed = remaining > 0 && (await this.round(undefined, remaining));
+      if (renewed || signal.aborted) continue;
       const otherHolder = this.holder !== undefined && this.holder !== this.identity;
-      if (otherHolder || Date.now() - lastRenew >= this.timing.renewDeadlineMs) {
+      if (otherHolder || this.clock.now() >= deadline) {
         this.leading = false;
-        this.log.error('lost the leader lease', { identity: this.identity, holder: this.holder ?? '' });
+        this.log.error('lost the leader lease', {
+          identity: this.identity,
+          holder: this.holder ?? '',
+          reason: otherHolder ? 'another holder' : 'not renewed within the renew deadline',
+        });
         return { lost: true };
       }
     }
     return { lost: false };
   }
 
-  /** Steps down (only if this process still holds the Lease). Never throws. */
-  async release(): Promise<void> {
+  /** Steps down (only if this process still holds the Lease), within `timeoutMs`. Never throws. */
+  async release(timeoutMs = RELEASE_TIMEOUT_MS): Promise<void> {
     if (!this.leading || !this.current) return;
     this.leading = false;
     try {
       await this.store.write(
         releasedRecord(this.current.record, microTime(new Date())),
         this.current.resourceVersion,
+        this.clock.timeout(timeoutMs),
       );
       this.log.info('released the leader lease', { identity: this.identity });
     } catch (err) {
       this.log.warn('could not release the leader lease; it expires by itself', {
         identity: this.identity,
-        error: err instanceof Error ? err.message.split('\n', 1)[0] : String(err),
+        error: describeApiError(err),
       });
     }
   }
 
-  /** One round: read, decide, write. True when this process holds the Lease afterwards. */
-  async tryAcquireOrRenew(): Promise<boolean> {
-    const now = Date.now();
+  /**
+   * One round: read, decide, write, all within renewDeadline (or `signal`). True when this
+   * process holds the Lease afterwards.
+   */
+  tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
+    return this.round(signal, this.timing.renewDeadlineMs);
+  }
+
+  private async round(outer: AbortSignal | undefined, budgetMs: number): Promise<boolean> {
+    const started = this.clock.now();
+    const signal = boundedSignal(this.clock, budgetMs, outer);
+    const ok = await this.readDecideWrite(started, signal);
+    // An answer that arrives after the budget proves nothing about now.
+    if (!ok || this.clock.now() - started > budgetMs) return false;
+    this.renewedAt = started;
+    return true;
+  }
+
+  private async readDecideWrite(now: number, signal: AbortSignal): Promise<boolean> {
+    const wallNow = () => microTime(new Date());
     try {
-      const found = await this.store.read();
+      const found = await this.store.read(signal);
       if (!found) {
-        const record = nextRecord(
-          undefined,
-          this.identity,
-          microTime(new Date(now)),
-          this.timing.leaseDurationSeconds,
-        );
-        const { resourceVersion } = await this.store.create(record);
+        const record = nextRecord(undefined, this.identity, wallNow(), this.timing.leaseDurationSeconds);
+        const { resourceVersion } = await this.store.create(record, signal);
         this.remember(record, resourceVersion, now);
         return true;
       }
@@ -217,20 +260,17 @@ export class LeaderElector {
         this.timing.leaseDurationSeconds,
       );
       if (decision === 'wait') return false;
-      const record = nextRecord(
-        found.record,
-        this.identity,
-        microTime(new Date(now)),
-        this.timing.leaseDurationSeconds,
-      );
-      const { resourceVersion } = await this.store.write(record, found.resourceVersion);
+      const record = nextRecord(found.record, this.identity, wallNow(), this.timing.leaseDurationSeconds);
+      const { resourceVersion } = await this.store.write(record, found.resourceVersion, signal);
       this.remember(record, resourceVersion, now);
       return true;
     } catch (err) {
       // Conflicts (someone else wrote first) and API errors both mean: not this round. A conflict
       // is the normal race between replicas; anything else (403 from a missing RBAC rule, an
-      // unreachable API server) is what an operator that never leads needs to say, once.
-      const error = describeApiError(err);
+      // unreachable API server, a request cut at the renew deadline) is what an operator that
+      // never leads needs to say, once.
+      if (signal.aborted && (signal.reason as Error | undefined)?.name !== 'TimeoutError') return false; // shutdown
+      const error = signal.aborted ? 'no answer within the renew deadline' : describeApiError(err);
       if (isConflict(err)) {
         this.log.debug('lease round failed', { identity: this.identity, error });
       } else if (error !== this.lastFailure) {

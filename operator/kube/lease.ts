@@ -33,21 +33,22 @@ function toLease(namespace: string, name: string, record: LeaseRecord, resourceV
 
 export function kubeLeaseStore(client: KubeClient, namespace: string, name: string): LeaseStore {
   return {
-    async read() {
-      const lease = await readLease(client, namespace, name);
+    async read(signal) {
+      const lease = await readLease(client, namespace, name, signal);
       if (!lease) return undefined;
       return { record: toRecord(lease), resourceVersion: lease.metadata?.resourceVersion ?? '' };
     },
-    async create(record) {
-      const lease = await createLease(client, namespace, toLease(namespace, name, record));
+    async create(record, signal) {
+      const lease = await createLease(client, namespace, toLease(namespace, name, record), signal);
       return { resourceVersion: lease.metadata?.resourceVersion ?? '' };
     },
-    async write(record, resourceVersion) {
+    async write(record, resourceVersion, signal) {
       const lease = await replaceLease(
         client,
         namespace,
         name,
         toLease(namespace, name, record, resourceVersion),
+        signal,
       );
       return { resourceVersion: lease.metadata?.resourceVersion ?? '' };
     },

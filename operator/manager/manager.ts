@@ -10,6 +10,8 @@ import type { Logger } from '../log.ts';
 import { describeApiError } from '../kube/errors.ts';
 import { createRegistry } from '../metrics/registry.ts';
 import { KubeClient } from '../kube/client.ts';
+import { ApiHealth } from '../kube/health.ts';
+import { Gauge } from 'prom-client';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
@@ -48,6 +50,9 @@ export interface OperatorConfig {
     config?: string;
     sidecarImage?: string;
     sidecarMode: 'auto' | 'native' | 'container';
+    sidecarServer?: 'node' | 'nginx';
+    nginxImage?: string;
+    trustForwardedHost?: boolean;
   };
   operatorNamespace?: string;
 }
@@ -62,8 +67,18 @@ export async function runOperator(
   const { log } = opts;
   const identity = `${process.env.POD_NAME || hostname()}_${randomBytes(4).toString('hex')}`;
   const kc = loadKubeConfig({ kubeconfig: flags.kubeconfig });
-  const client = new KubeClient(kc);
+  // One breaker for the process: every request's outcome feeds it; the work queue reads it.
+  const apiHealth = new ApiHealth();
+  const client = new KubeClient(kc, { observe: (err) => apiHealth.observe(err) });
   const registry = createRegistry();
+  new Gauge({
+    name: 'agentcard_api_unavailable',
+    help: '1 while the API server is taken as unavailable (connection errors, 429 or 5xx) and the work queue is held, else 0.',
+    registers: [registry],
+    collect() {
+      this.set(apiHealth.state === 'closed' ? 0 : 1);
+    },
+  });
   const metrics = new ControllerMetrics(registry);
   const events = new EventRecorder({
     client,
@@ -102,6 +117,9 @@ export async function runOperator(
           operatorNamespace: flags.operatorNamespace ?? contextNamespace(kc) ?? 'default',
           sidecarImage: flags.webhook.sidecarImage,
           sidecarMode: flags.webhook.sidecarMode,
+          sidecarServer: flags.webhook.sidecarServer,
+          nginxImage: flags.webhook.nginxImage,
+          trustForwardedHost: flags.webhook.trustForwardedHost,
           logger: log,
           registry,
         }).catch((err: unknown) => {
@@ -141,6 +159,7 @@ export async function runOperator(
       metrics,
       events,
       probes,
+      gate: apiHealth,
     });
 
   /** Stops the controller within the budget; true if everything in flight finished. */
@@ -180,12 +199,15 @@ export async function runOperator(
       });
       const { lost } = await elector.holdUntilLost(opts.signal);
       metrics.leader.set(0);
-      await stopController();
-      await started;
       if (lost) {
-        // Another replica may be working already: exit, and let the restart campaign again.
+        // Another replica may take over any moment: stop at once, without waiting for anything
+        // on the API server (the connection may be the thing that hangs), and exit; the restart
+        // campaigns again.
+        controller.abandon();
         exitCode = 1;
       } else {
+        await stopController();
+        await started;
         await elector.release();
       }
     }

@@ -1,8 +1,11 @@
 /**
- * The sidecar's HTTP semantics as a pure function of the request line, the request headers and
- * the current card version. The connection layer (http1.ts) only writes what this returns.
+ * The sidecar's HTTP semantics as a pure function of the request line, the request headers, the
+ * selected audience and the current card version. The server (server.ts) only writes what this
+ * returns; node:http adds the framing (Date, Connection, Keep-Alive) and never sends a body in
+ * an answer to HEAD (RFC 9110 section 9.3.2).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { candidates } from './audience.ts';
 import { COMMON_HEADERS, CORS_HEADERS, DOCUMENTS } from './version.ts';
 import type { CardVersion, PreparedAnswer, PreparedDocument } from './version.ts';
 
@@ -14,6 +17,8 @@ export interface RequestLine {
   /** The request target (path and query). */
   url: string;
   headers: Readonly<IncomingHttpHeaders>;
+  /** The audience's host name (audience.ts requestHost); undefined selects the default card. */
+  host?: string | undefined;
 }
 
 export const ALLOW = 'GET, HEAD, OPTIONS';
@@ -56,6 +61,22 @@ const PREFLIGHT = {
 
 /** The fixed answers, labelled with their route once (so no request allocates one). */
 const OTHER: Answer = { ...NOT_FOUND, route: 'other' };
+const FILE_OF: ReadonlyMap<string, string> = new Map(DOCUMENTS.map((d) => [d.path, d.file]));
+/**
+ * `/healthz` and `/` answer 200 whatever the card's state, for load balancers whose default
+ * health check asks for `/` (the readiness of the card is on the metrics port's `/readyz`).
+ */
+const HEALTH_ROUTES = ['/', '/healthz'];
+const HEALTH: ReadonlyMap<string, Record<'ok' | 'options' | 'notAllowed', Answer>> = new Map(
+  HEALTH_ROUTES.map((route) => [
+    route,
+    {
+      ok: { ...textAnswer(200, 'ok'), route },
+      options: { ...OPTIONS_PLAIN, route },
+      notAllowed: { ...NOT_ALLOWED, route },
+    },
+  ]),
+);
 const FIXED: ReadonlyMap<
   string,
   Record<'notFound' | 'notAllowed' | 'notLoaded' | 'options' | 'preflight', Answer>
@@ -76,13 +97,18 @@ export function answer(req: RequestLine, version: CardVersion | undefined): Answ
   const q = req.url.indexOf('?');
   const path = q < 0 ? req.url : req.url.slice(0, q);
   const fixed = FIXED.get(path);
-  if (fixed === undefined) return OTHER;
+  if (fixed === undefined) {
+    const health = HEALTH.get(path);
+    if (health === undefined) return OTHER;
+    if (req.method === 'GET' || req.method === 'HEAD') return health.ok;
+    return req.method === 'OPTIONS' ? health.options : health.notAllowed;
+  }
 
   switch (req.method) {
     case 'GET':
     case 'HEAD': {
       if (!version) return fixed.notLoaded;
-      const doc = version.documents.get(path);
+      const doc = lookup(version, path, req.host);
       if (!doc) return fixed.notFound;
       if (notModified(req.headers, doc)) return doc.answers.notModified;
       return req.method === 'GET' ? doc.answers.get : doc.answers.head;
@@ -95,6 +121,21 @@ export function answer(req: RequestLine, version: CardVersion | undefined): Answ
     default:
       return fixed.notAllowed;
   }
+}
+
+/** The document for `path` and the audience of `host`: exact host, then wildcard, then default. */
+export function lookup(
+  version: CardVersion,
+  path: string,
+  host: string | undefined,
+): PreparedDocument | undefined {
+  if (host !== undefined && version.variants.size > 0) {
+    for (const name of candidates(FILE_OF.get(path)!, host)) {
+      const doc = version.variants.get(name);
+      if (doc !== undefined) return doc;
+    }
+  }
+  return version.documents.get(path);
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * How the sidecar's Node.js runtime is kept small. The settings reach Node through environment
  * variables that the injected container sets, because the command starts through
- * bin/agentcard.js rather than as `node FLAGS file`.
+ * bin/agentcard.js rather than as `node FLAGS file`. The image runs the bundle (plain JavaScript,
+ * build/bundle.ts), so Node never loads its TypeScript stripper.
  *
  * NODE_OPTIONS (both flags are on Node's NODE_OPTIONS allow-list):
  * - `--max-semi-space-size=1`: young-generation semi-spaces of 1 MiB instead of up to 16 MiB;
@@ -9,21 +10,11 @@
  *   generation stays small.
  * - `--max-old-space-size=32`: a hard cap far above the few MiB the sidecar keeps (prepared card
  *   bytes, module code), so a leak ends in a restart rather than in unbounded growth.
- *
- * NODE_COMPILE_CACHE: Node's on-disk compile cache, warmed when the image is built (see the
- * README). On a cache hit Node neither re-parses the modules nor loads its TypeScript stripper,
- * which otherwise stays resident (about 17 MiB on Node 24). The cache is only read at run time;
- * with a read-only root file system, a missing or cold cache just costs that memory.
- * Node keys the cache by user id, so it must be warmed as SIDECAR_UID.
  */
 export const SIDECAR_NODE_OPTIONS = '--max-semi-space-size=1 --max-old-space-size=32';
-export const SIDECAR_COMPILE_CACHE = '/var/cache/agentcard/node-compile-cache';
 /** The unprivileged user and group the sidecar runs as (the distroless `nonroot` ids). */
 export const SIDECAR_UID = 65532;
 
 export function sidecarEnv(): { name: string; value: string }[] {
-  return [
-    { name: 'NODE_OPTIONS', value: SIDECAR_NODE_OPTIONS },
-    { name: 'NODE_COMPILE_CACHE', value: SIDECAR_COMPILE_CACHE },
-  ];
+  return [{ name: 'NODE_OPTIONS', value: SIDECAR_NODE_OPTIONS }];
 }

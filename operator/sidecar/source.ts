@@ -12,12 +12,24 @@
  */
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { readFile, readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isVariantFile } from './audience.ts';
 import { DOCUMENTS, MAX_AGE_FILE, MAX_FILE_BYTES } from './version.ts';
 import type { FileContent, FileSet } from './version.ts';
 
 const FILES = [...DOCUMENTS.map((d) => d.file), MAX_AGE_FILE];
+
+/** The files of one version: the fixed ones, and the per-audience variants that are present. */
+async function fileNames(base: string): Promise<string[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(base);
+  } catch {
+    return FILES;
+  }
+  return [...FILES, ...entries.filter(isVariantFile).sort()];
+}
 
 export interface Snapshot {
   /** Identifies what was read (resolved directory, and each file's inode, size and mtime). */
@@ -38,7 +50,7 @@ async function baseDir(dir: string): Promise<string> {
 export async function fingerprint(dir: string): Promise<string> {
   const base = await baseDir(dir);
   const parts = [base];
-  for (const file of FILES) {
+  for (const file of await fileNames(base)) {
     try {
       const s = await stat(join(base, file));
       parts.push(`${file}:${s.ino}:${s.size}:${s.mtimeMs}`);
@@ -54,7 +66,7 @@ export async function readSnapshot(dir: string): Promise<Snapshot> {
   const base = await baseDir(dir);
   const files = new Map<string, FileContent>();
   const parts = [base];
-  for (const file of FILES) {
+  for (const file of await fileNames(base)) {
     const path = join(base, file);
     let s;
     try {

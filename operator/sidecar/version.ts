@@ -1,9 +1,10 @@
 /**
- * One served version of the card: the three documents of a published ConfigMap, checked and
- * turned into ready-to-write bytes and header lists once, so that answering a request never
+ * One served version of the card: the documents of a published ConfigMap (the default audience's
+ * and any per-host variants, see audience.ts), checked and turned into ready-to-write bytes and header lists once, so that answering a request never
  * serializes, hashes or formats anything.
  */
 import { createHash } from 'node:crypto';
+import { isVariantFile } from './audience.ts';
 import { checkAgentCard, checkJwks, checkLegacyCard } from './check.ts';
 
 /** ConfigMap keys (files in the mounted directory) and the paths they are served at. */
@@ -52,8 +53,10 @@ export interface PreparedAnswer {
 }
 
 export interface CardVersion {
-  /** URL path -> document. */
+  /** URL path -> document of the default audience. */
   documents: ReadonlyMap<string, PreparedDocument>;
+  /** File name (`host.<h>.<file>`, `wildcard.<s>.<file>`) -> document of another audience. */
+  variants: ReadonlyMap<string, PreparedDocument>;
   /** `sha256:<hex>` of the agent-card.json bytes, the same form as the AgentCard's status.card.digest. */
   digest: string;
   /** The card's own `version` field. */
@@ -86,25 +89,43 @@ export function prepareVersion(files: FileSet, opts: { defaultMaxAgeSeconds: num
       if (doc.required) return { ok: false, problem: `${doc.file} is missing` };
       continue;
     }
-    if (content.size > MAX_FILE_BYTES) {
-      return { ok: false, problem: `${doc.file} is ${content.size} bytes, over the 1 MiB limit` };
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(content.bytes.toString('utf8'));
-    } catch (err) {
-      return {
-        ok: false,
-        problem: `${doc.file} is not valid JSON (${(err as Error).message.split('\n', 1)[0]})`,
-      };
-    }
-    const problem = doc.check(parsed);
-    if (problem) return { ok: false, problem };
-    if (doc.file === 'agent-card.json') cardVersion = (parsed as { version: string }).version;
+    const parsed = parseFile(doc.file, doc.file, content, doc.check);
+    if (!parsed.ok) return parsed;
+    if (doc.file === 'agent-card.json') cardVersion = (parsed.value as { version: string }).version;
     documents.set(doc.path, prepareDocument(doc.path, content, maxAge));
   }
+  // Other audiences' cards are checked like the default one: one bad variant refuses the version.
+  const variants = new Map<string, PreparedDocument>();
+  for (const [name, content] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (!isVariantFile(name)) continue;
+    const doc = DOCUMENTS.find((d) => name.endsWith('.' + d.file))!;
+    const parsed = parseFile(name, doc.file, content, doc.check);
+    if (!parsed.ok) return parsed;
+    variants.set(name, prepareDocument(doc.path, content, maxAge));
+  }
   const digest = 'sha256:' + createHash('sha256').update(files.get('agent-card.json')!.bytes).digest('hex');
-  return { ok: true, version: { documents, digest, cardVersion, maxAgeSeconds: maxAge } };
+  return { ok: true, version: { documents, variants, digest, cardVersion, maxAgeSeconds: maxAge } };
+}
+
+/** Parses and checks one file; problems name the file as it is in the directory. */
+function parseFile(
+  name: string,
+  base: string,
+  content: FileContent,
+  check: (value: unknown) => string | undefined,
+): { ok: true; value: unknown } | { ok: false; problem: string } {
+  if (content.size > MAX_FILE_BYTES) {
+    return { ok: false, problem: `${name} is ${content.size} bytes, over the 1 MiB limit` };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(content.bytes.toString('utf8'));
+  } catch (err) {
+    return { ok: false, problem: `${name} is not valid JSON (${(err as Error).message.split('\n', 1)[0]})` };
+  }
+  const problem = check(value);
+  if (problem) return { ok: false, problem: name === base ? problem : problem.replace(base, name) };
+  return { ok: true, value };
 }
 
 function parseMaxAge(content: FileContent | undefined, fallback: number): number | string {

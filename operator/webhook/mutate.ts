@@ -16,6 +16,7 @@
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { CONFIGMAP_SUFFIX, configMapName, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../api/names.ts';
 import { SIDECAR_UID, sidecarEnv } from '../sidecar/runtime.ts';
+import { injectedNginxFiles, nginxContainer, nginxVolumes } from './nginx-container.ts';
 
 export const CARD_VOLUME = 'agentcard-card';
 export const CARD_DIR = '/etc/agentcard';
@@ -26,9 +27,19 @@ export const SIDECAR_PORT_NAME = 'agent-card';
 export type SidecarMode = 'auto' | 'native' | 'container';
 export const SIDECAR_MODES: readonly SidecarMode[] = ['auto', 'native', 'container'];
 
+/** What serves the card in the Pod: the agentcard sidecar (Node.js) or a stock nginx. */
+export type SidecarServer = 'node' | 'nginx';
+export const SIDECAR_SERVERS: readonly SidecarServer[] = ['node', 'nginx'];
+
 export interface InjectionConfig {
   sidecarImage: string;
   mode: SidecarMode;
+  /** Default `node`. */
+  server?: SidecarServer | undefined;
+  /** The nginx image (required for the nginx server). */
+  nginxImage?: string | undefined;
+  /** Select the card by X-Forwarded-Host (the proxy in front of the Pods is trusted to set it). */
+  trustForwardedHost?: boolean | undefined;
   /** The API server's version, for `auto` (native sidecars need 1.29 or newer). */
   serverVersion?: { major: string; minor: string } | undefined;
   operatorNamespace: string;
@@ -109,9 +120,32 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
     };
   }
 
+  const nginx = cfg.server === 'nginx';
+  const volumes = nginx ? nginxVolumes() : [];
+  const clashingVolume = volumes.find((v) => spec.volumes?.some((o) => o.name === v.name));
+  if (clashingVolume) {
+    return {
+      inject: false,
+      reason: `the Pod already has a volume named ${clashingVolume.name}`,
+      card,
+      warn: true,
+    };
+  }
+
   const native = useNativeSidecar(cfg.mode, cfg.serverVersion);
-  const container = sidecarContainer(cfg, native);
+  const container = nginx ? injectedNginxSidecar(cfg, native) : sidecarContainer(cfg, native);
   const patch: JsonPatchOp[] = [];
+  if (nginx) {
+    // The Pod has annotations: the inject annotation brought it here. `/` in a key is `~1`.
+    const files = injectedNginxFiles({
+      cardDir: CARD_DIR,
+      port: SIDECAR_PORT,
+      trustForwardedHost: cfg.trustForwardedHost ?? false,
+    });
+    for (const [annotation, text] of Object.entries(files)) {
+      patch.push({ op: 'add', path: `/metadata/annotations/${jsonPointerToken(annotation)}`, value: text });
+    }
+  }
   if (native) {
     // First among the init containers, so the card is served before anything else starts.
     if (spec.initContainers?.length)
@@ -120,12 +154,20 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
   } else {
     patch.push({ op: 'add', path: '/spec/containers/-', value: container });
   }
-  if (!existingVolume) {
-    const volume = cardVolume(card);
-    if (spec.volumes?.length) patch.push({ op: 'add', path: '/spec/volumes/-', value: volume });
-    else patch.push({ op: 'add', path: '/spec/volumes', value: [volume] });
+  const added = [...(existingVolume ? [] : [cardVolume(card)]), ...volumes];
+  if (added.length > 0) {
+    if (spec.volumes?.length) {
+      for (const volume of added) patch.push({ op: 'add', path: '/spec/volumes/-', value: volume });
+    } else {
+      patch.push({ op: 'add', path: '/spec/volumes', value: added });
+    }
   }
   return { inject: true, card, native, patch };
+}
+
+/** RFC 6901 section 3: `~` and `/` escaped in a JSON Pointer reference token. */
+function jsonPointerToken(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 export function cardVolume(card: string): V1Volume {
@@ -134,12 +176,34 @@ export function cardVolume(card: string): V1Volume {
   return { name: CARD_VOLUME, configMap: { name: configMapName(card), optional: true } };
 }
 
+function injectedNginxSidecar(cfg: InjectionConfig, native: boolean): V1Container {
+  if (!cfg.nginxImage) throw new Error('the nginx sidecar server needs an nginx image');
+  const container = nginxContainer({
+    name: SIDECAR_CONTAINER,
+    image: cfg.nginxImage,
+    imagePullPolicy: cfg.imagePullPolicy ?? 'IfNotPresent',
+    port: SIDECAR_PORT,
+    portName: SIDECAR_PORT_NAME,
+    cardVolume: CARD_VOLUME,
+    cardDir: CARD_DIR,
+  });
+  if (native) container.restartPolicy = 'Always';
+  return container;
+}
+
 export function sidecarContainer(cfg: InjectionConfig, native: boolean): V1Container {
   const container: V1Container = {
     name: SIDECAR_CONTAINER,
     image: cfg.sidecarImage,
     imagePullPolicy: cfg.imagePullPolicy ?? 'IfNotPresent',
-    args: ['sidecar', '--dir', CARD_DIR, '--port', String(SIDECAR_PORT)],
+    args: [
+      'sidecar',
+      '--dir',
+      CARD_DIR,
+      '--port',
+      String(SIDECAR_PORT),
+      ...(cfg.trustForwardedHost ? ['--trust-forwarded-host'] : []),
+    ],
     ports: [
       { name: SIDECAR_PORT_NAME, containerPort: SIDECAR_PORT, protocol: 'TCP' },
       { name: 'agent-card-mon', containerPort: SIDECAR_METRICS_PORT, protocol: 'TCP' },
@@ -197,6 +261,61 @@ export interface AdmissionReviewResponse {
   };
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Whether `list` is absent or an array of objects (the lists decide() walks). */
+function objectList(list: unknown, where: string): string | undefined {
+  if (list === undefined || list === null) return undefined;
+  if (!Array.isArray(list)) return `${where} is not a list`;
+  const bad = list.findIndex((item) => !isObject(item));
+  return bad >= 0 ? `${where}[${bad}] is not an object` : undefined;
+}
+
+/**
+ * What is wrong with the shape of the fields of a Pod that decide() reads, or undefined. The API
+ * server sends decoded Pods, so this only fails on reviews that do not come from it; they get a
+ * 400 that names the field instead of a 500 from a TypeError.
+ */
+export function podShapeProblem(pod: unknown): string | undefined {
+  if (!isObject(pod)) return 'request.object is not an object';
+  const { metadata, spec } = pod;
+  if (metadata !== undefined) {
+    if (!isObject(metadata)) return 'request.object.metadata is not an object';
+    const { annotations } = metadata;
+    if (annotations !== undefined && annotations !== null) {
+      if (!isObject(annotations)) return 'request.object.metadata.annotations is not a map';
+      const bad = Object.entries(annotations).find(([, v]) => typeof v !== 'string');
+      if (bad) return `request.object.metadata.annotations["${bad[0].slice(0, 100)}"] is not a string`;
+    }
+    for (const field of ['name', 'namespace', 'generateName'] as const) {
+      const value = metadata[field];
+      if (value !== undefined && value !== null && typeof value !== 'string')
+        return `request.object.metadata.${field} is not a string`;
+    }
+  }
+  if (spec === undefined || spec === null) return undefined;
+  if (!isObject(spec)) return 'request.object.spec is not an object';
+  for (const field of ['initContainers', 'containers', 'volumes'] as const) {
+    const problem = objectList(spec[field], `request.object.spec.${field}`);
+    if (problem) return problem;
+  }
+  for (const field of ['initContainers', 'containers'] as const) {
+    const containers = (spec[field] ?? []) as Array<Record<string, unknown>>;
+    for (const [i, c] of containers.entries()) {
+      const where = `request.object.spec.${field}[${i}]`;
+      if (c.name !== undefined && typeof c.name !== 'string') return `${where}.name is not a string`;
+      const ports = objectList(c.ports, `${where}.ports`);
+      if (ports) return ports;
+    }
+  }
+  for (const [i, v] of ((spec.volumes ?? []) as Array<Record<string, unknown>>).entries()) {
+    if (v.configMap !== undefined && v.configMap !== null && !isObject(v.configMap))
+      return `request.object.spec.volumes[${i}].configMap is not an object`;
+  }
+  return undefined;
+}
+
 /** Reads the request part of an AdmissionReview, or names what is wrong with it. */
 export function parseReview(body: unknown): { request: AdmissionReviewRequest } | { error: string } {
   if (typeof body !== 'object' || body === null) return { error: 'body is not a JSON object' };
@@ -205,8 +324,16 @@ export function parseReview(body: unknown): { request: AdmissionReviewRequest } 
   if (review.apiVersion !== 'admission.k8s.io/v1')
     return { error: "apiVersion is not 'admission.k8s.io/v1'" };
   const request = review.request as AdmissionReviewRequest | undefined;
-  if (!request || typeof request.uid !== 'string' || request.uid === '')
+  if (!isObject(request) || typeof request.uid !== 'string' || request.uid === '')
     return { error: 'request.uid is missing' };
+  if (request.kind !== undefined && !isObject(request.kind))
+    return { error: 'request.kind is not an object' };
+  if (request.namespace !== undefined && typeof request.namespace !== 'string')
+    return { error: 'request.namespace is not a string' };
+  if (request.kind?.kind === 'Pod' && request.object !== undefined && request.object !== null) {
+    const problem = podShapeProblem(request.object);
+    if (problem) return { error: problem };
+  }
   return { request };
 }
 

@@ -14,14 +14,35 @@ import type { Registry } from 'prom-client';
 import { UserError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { parseReview, review } from './mutate.ts';
-import type { InjectionConfig, SidecarMode } from './mutate.ts';
+import type { InjectionConfig, SidecarMode, SidecarServer } from './mutate.ts';
 import { directoryCertSource, selfSignedCertSource } from './tls.ts';
 import type { CertSource } from './tls.ts';
 import { serviceHosts } from './certs.ts';
 
 export const MUTATE_PATH = '/mutate-pods';
-/** The API server sends at most a few MiB; a Pod object is far smaller. */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * Limits against clients that are not the API server (anything in the cluster can reach the
+ * Service) and against floods:
+ * - body: a Pod must fit etcd's 1.5 MiB request limit, and a CREATE review carries one Pod plus
+ *   a small envelope (no oldObject), so 2 MiB; a larger Content-Length is refused unread;
+ * - reviews read at the same time: each may buffer up to the body limit, so this caps the memory
+ *   held by request bodies (32 x 2 MiB); the API server's reviews take well under a millisecond
+ *   each, so only stalled senders ever queue up, and the excess is answered 429 at once (the
+ *   webhook's failurePolicy Ignore admits the Pod, and status.serving reports it);
+ * - time: a review must arrive within the API server's own webhook timeout (10 s by default), and
+ *   a connection silent for 5 s is closed; Node checks these every second instead of its default
+ *   30 s, so a stalled sender holds its buffer for seconds, not most of a minute.
+ */
+export const WEBHOOK_LIMITS = {
+  maxBodyBytes: 2 * 1024 * 1024,
+  maxConcurrentReviews: 32,
+  maxConnections: 512,
+  requestTimeoutMs: 10_000,
+  headersTimeoutMs: 5_000,
+  idleTimeoutMs: 5_000,
+  checkIntervalMs: 1_000,
+};
+export type WebhookLimits = typeof WEBHOOK_LIMITS;
 
 export interface WebhookOptions {
   client: KubeClient;
@@ -41,12 +62,18 @@ export interface WebhookOptions {
   /** Required: the image of the injected sidecar. */
   sidecarImage: string | undefined;
   sidecarMode: SidecarMode;
+  /** What serves the card in the Pod (default node); nginx needs nginxImage. */
+  sidecarServer?: SidecarServer | undefined;
+  nginxImage?: string | undefined;
+  trustForwardedHost?: boolean | undefined;
   logger: Logger;
   registry: Registry;
   /** Extra certificate names (e.g. 127.0.0.1 for a URL-based clientConfig in tests). */
   extraHosts?: string[];
   /** self-signed mode: how often the Secret and caBundle are re-checked. */
   certSyncMs?: number;
+  /** Overrides of WEBHOOK_LIMITS (tests). */
+  limits?: Partial<WebhookLimits>;
 }
 
 export interface Webhook {
@@ -65,6 +92,8 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   const { logger } = opts;
   if (!opts.sidecarImage)
     throw new UserError('the admission webhook needs --sidecar-image (the image to inject)', 2);
+  if (opts.sidecarServer === 'nginx' && !opts.nginxImage)
+    throw new UserError('--sidecar-server nginx needs --sidecar-nginx-image', 2);
   if (opts.certMode === 'cert-manager' && !opts.certDir) {
     throw new UserError('--webhook-cert-mode cert-manager needs --webhook-cert-dir', 2);
   }
@@ -74,7 +103,7 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   const log = logger.child({ component: 'webhook' });
   const reviews = new Counter({
     name: 'agentcard_webhook_reviews_total',
-    help: 'Pod admission reviews answered, by result (injected, skipped, invalid).',
+    help: 'Pod admission reviews answered, by result (injected, skipped, invalid, throttled).',
     labelNames: ['result'] as const,
     registers: [opts.registry],
   });
@@ -82,12 +111,18 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   const cfg: InjectionConfig = {
     sidecarImage: opts.sidecarImage,
     mode: opts.sidecarMode,
+    server: opts.sidecarServer ?? 'node',
+    nginxImage: opts.nginxImage,
+    trustForwardedHost: opts.trustForwardedHost ?? false,
     operatorNamespace: opts.operatorNamespace,
     serverVersion: undefined,
   };
   if (opts.sidecarMode === 'auto') {
     try {
-      const v = await opts.client.request<{ major: string; minor: string }>('GET', '/version');
+      // Bounded: a hung API server must not hold the process's start (and its health endpoint).
+      const v = await opts.client.request<{ major: string; minor: string }>('GET', '/version', {
+        signal: AbortSignal.timeout(5_000),
+      });
       cfg.serverVersion = { major: v.major, minor: v.minor };
     } catch (err) {
       log.warn('cannot read the API server version; injecting ordinary sidecar containers', {
@@ -111,12 +146,35 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
     });
   }
 
+  const limits: WebhookLimits = { ...WEBHOOK_LIMITS, ...opts.limits };
+  let reading = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/healthz' && req.method === 'GET') return void res.writeHead(200).end('ok\n');
     if (path !== MUTATE_PATH) return void res.writeHead(404).end('not found\n');
     if (req.method !== 'POST') return void res.writeHead(405, { Allow: 'POST' }).end('method not allowed\n');
-    const body = await readBody(req);
+    const declared = Number(req.headers['content-length'] ?? 0);
+    // Refusals discard the body as it comes (no buffering) so that the answer is not lost to a
+    // reset of a connection closed with unread data; the idle timeout ends a stalled one.
+    if (declared > limits.maxBodyBytes) {
+      reviews.inc({ result: 'invalid' });
+      req.resume();
+      return void res.writeHead(413, { Connection: 'close' }).end('request too large\n');
+    }
+    if (reading >= limits.maxConcurrentReviews) {
+      reviews.inc({ result: 'throttled' });
+      req.resume();
+      return void res
+        .writeHead(429, { Connection: 'close', 'Retry-After': '1' })
+        .end('too many admission reviews at once\n');
+    }
+    reading++;
+    let body: Buffer | undefined;
+    try {
+      body = await readBody(req, limits.maxBodyBytes);
+    } finally {
+      reading--;
+    }
     if (body === undefined) {
       reviews.inc({ result: 'invalid' });
       return void res.writeHead(413, { Connection: 'close' }).end('request too large\n');
@@ -134,7 +192,18 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
         .writeHead(400, { 'Content-Type': 'text/plain' })
         .end(`invalid AdmissionReview: ${parsed.error}\n`);
     }
-    const { response, decision } = review(parsed.request, cfg);
+    let answer: ReturnType<typeof review>;
+    try {
+      answer = review(parsed.request, cfg);
+    } catch {
+      // parseReview checked every field decide() reads; this is the net under it. A malformed
+      // review is the sender's fault: 400, never 500.
+      reviews.inc({ result: 'invalid' });
+      return void res
+        .writeHead(400, { 'Content-Type': 'text/plain' })
+        .end('invalid AdmissionReview: the Pod cannot be read\n');
+    }
+    const { response, decision } = answer;
     const pod = parsed.request.name || parsed.request.object?.metadata?.generateName || '';
     if (decision.inject) {
       reviews.inc({ result: 'injected' });
@@ -158,14 +227,25 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   };
 
   const server: Server = createServer(
-    { ...certs.current(), minVersion: 'TLSv1.2', requestTimeout: 15_000, headersTimeout: 10_000 },
+    {
+      ...certs.current(),
+      minVersion: 'TLSv1.2',
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
     (req, res) => {
       handle(req, res).catch((err: unknown) => {
+        // A client that went away mid-body: nothing to answer.
+        if (req.destroyed || res.destroyed) return;
         log.error('webhook request failed', { error: (err as Error).message });
         if (!res.headersSent) res.writeHead(500).end();
       });
     },
   );
+  server.maxConnections = limits.maxConnections;
+  // A connection that sends nothing for this long is closed (a stalled body included).
+  server.setTimeout(limits.idleTimeoutMs);
   certs.onChange((c) => server.setSecureContext({ ...c, minVersion: 'TLSv1.2' }));
 
   await new Promise<void>((resolve, reject) => {
@@ -186,7 +266,12 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
       this.set(Date.parse(new X509Certificate(certs.current().cert).validTo) / 1000);
     },
   });
-  log.info('webhook listening', { port, certMode: opts.certMode, sidecarMode: opts.sidecarMode });
+  log.info('webhook listening', {
+    port,
+    certMode: opts.certMode,
+    sidecarMode: opts.sidecarMode,
+    sidecarServer: cfg.server,
+  });
 
   return {
     port,
@@ -202,15 +287,19 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   };
 }
 
-/** The request body, or undefined when it exceeds the limit (reading stops there). */
-function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+/**
+ * The request body, or undefined when it exceeds `limit` (reading stops there). Rejects when the
+ * request is aborted or times out, which drops what was buffered.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
+      if (size > limit) {
         req.removeAllListeners('data');
+        chunks.length = 0;
         req.pause();
         resolve(undefined);
         return;
@@ -219,5 +308,9 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
     });
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
+    req.on('close', () => {
+      chunks.length = 0;
+      reject(new Error('the request was closed before its body was read'));
+    });
   });
 }

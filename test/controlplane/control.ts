@@ -10,7 +10,7 @@ import { clientTls, tlsRequest } from './tls-request.ts';
 import { ensureTools } from './tools.ts';
 import { freePorts } from '../support/ports.ts';
 
-type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
+export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
 
 /** What `up` records in `.cluster/state.json` so that `down`, `status` and a second `up` find the processes. */
 export interface ClusterState {
@@ -23,6 +23,13 @@ export interface ClusterState {
 
 const stateFile = join(clusterDir, 'state.json');
 const pkiDir = join(clusterDir, 'pki');
+
+/** Ports of one control plane instance. */
+export interface ControlPlanePorts {
+  etcd: number;
+  etcdPeer: number;
+  apiserver: number;
+}
 
 /**
  * The controllers of kube-controller-manager that do their job without nodes: garbage collection
@@ -96,6 +103,7 @@ export async function up(log: (line: string) => void): Promise<{ started: boolea
 /** Starts the three processes on fresh free ports; on failure stops those already started. */
 async function startProcesses(binDir: string): Promise<ClusterState> {
   const [etcdPort, peerPort, apiPort] = await freePorts(3);
+  const ports: ControlPlanePorts = { etcd: etcdPort!, etcdPeer: peerPort!, apiserver: apiPort! };
   const state: ClusterState = {
     server: `https://127.0.0.1:${apiPort}`,
     etcd: `https://127.0.0.1:${etcdPort}`,
@@ -103,75 +111,19 @@ async function startProcesses(binDir: string): Promise<ClusterState> {
     pids: {},
     startedAt: new Date().toISOString(),
   };
-  const pki = (file: string) => join(pkiDir, file);
+  const starter = (component: Component, args: string[]) =>
+    start(state, component, args, clusterDir, stateFile);
   try {
-    start(state, 'etcd', [
-      '--name=default',
-      `--data-dir=${join(clusterDir, 'etcd')}`,
-      `--listen-client-urls=${state.etcd}`,
-      `--advertise-client-urls=${state.etcd}`,
-      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-      `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
-      `--cert-file=${pki('serving.crt')}`,
-      `--key-file=${pki('serving.key')}`,
-      `--trusted-ca-file=${pki('ca.crt')}`,
-      '--client-cert-auth',
-      // Test data: durability across power loss is not worth the fsync latency on a shared machine.
-      '--unsafe-no-fsync',
-      '--log-level=warn',
-    ]);
-    await waitFor('etcd', state, async () => {
-      const res = await tlsRequest(`${state.etcd}/health`, clientTls(pkiDir, 'etcd-client'));
-      return res.status === 200;
-    });
-
-    start(state, 'kube-apiserver', [
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      `--secure-port=${apiPort}`,
-      `--etcd-servers=${state.etcd}`,
-      `--etcd-cafile=${pki('ca.crt')}`,
-      `--etcd-certfile=${pki('etcd-client.crt')}`,
-      `--etcd-keyfile=${pki('etcd-client.key')}`,
-      `--tls-cert-file=${pki('serving.crt')}`,
-      `--tls-private-key-file=${pki('serving.key')}`,
-      `--client-ca-file=${pki('ca.crt')}`,
-      '--authorization-mode=Node,RBAC',
-      '--enable-admission-plugins=' +
-        [
-          'NamespaceLifecycle',
-          'LimitRanger',
-          'ServiceAccount',
-          'DefaultStorageClass',
-          'ResourceQuota',
-          'NodeRestriction',
-          'MutatingAdmissionWebhook',
-          'ValidatingAdmissionWebhook',
-          'ValidatingAdmissionPolicy',
-        ].join(','),
-      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-      `--service-account-key-file=${pki('sa.pub')}`,
-      `--service-account-signing-key-file=${pki('sa.key')}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
-      // No Endpoints for the `kubernetes` Service: a loopback address is not a valid endpoint.
-      '--endpoint-reconciler-type=none',
-      '--allow-privileged=true',
-      // PodTemplates skip the watch cache, so a watch on them is served by etcd itself and a
-      // compacted resourceVersion gets 410 Gone, as the control-plane test checks (every other
-      // resource is served from the watch cache, as in a real cluster).
-      '--watch-cache-sizes=podtemplates#0',
-      '--profiling=false',
-    ]);
-    await waitFor('kube-apiserver', state, async () => {
-      const res = await tlsRequest(`${state.server}/readyz`, clientTls(pkiDir, 'admin'));
-      return res.status === 200;
-    });
+    starter('etcd', etcdArgs(clusterDir, ports));
+    await waitForEtcd(clusterDir, state, ports);
+    starter('kube-apiserver', apiserverArgs(clusterDir, ports));
+    await waitForApiserver(clusterDir, state, ports);
 
     writeKubeconfig(kubeconfigFile, state.server, 'admin', 'agentcard-test-admin');
     const kcmKubeconfig = join(clusterDir, 'controller-manager.kubeconfig');
     writeKubeconfig(kcmKubeconfig, state.server, 'controller-manager', 'system:kube-controller-manager');
-    start(state, 'kube-controller-manager', [
+    const pki = (file: string) => join(pkiDir, file);
+    starter('kube-controller-manager', [
       `--kubeconfig=${kcmKubeconfig}`,
       `--controllers=${CONTROLLERS.join(',')}`,
       // Each controller acts as its own ServiceAccount with the bootstrap RBAC roles, as in a real cluster.
@@ -182,12 +134,99 @@ async function startProcesses(binDir: string): Promise<ClusterState> {
       '--secure-port=0',
     ]);
     await sleep(500);
-    if (!isAlive(state.pids['kube-controller-manager']!)) throw exited('kube-controller-manager');
+    if (!isAlive(state.pids['kube-controller-manager']!)) throw exited('kube-controller-manager', clusterDir);
   } catch (err) {
     await stopProcesses(state);
     throw err;
   }
   return state;
+}
+
+/** etcd's flags for an instance whose files live in `dir` (pki/ and etcd/ under it). */
+export function etcdArgs(dir: string, ports: ControlPlanePorts): string[] {
+  const pki = (file: string) => join(dir, 'pki', file);
+  const url = `https://127.0.0.1:${ports.etcd}`;
+  const peer = `http://127.0.0.1:${ports.etcdPeer}`;
+  return [
+    '--name=default',
+    `--data-dir=${join(dir, 'etcd')}`,
+    `--listen-client-urls=${url}`,
+    `--advertise-client-urls=${url}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=default=${peer}`,
+    `--cert-file=${pki('serving.crt')}`,
+    `--key-file=${pki('serving.key')}`,
+    `--trusted-ca-file=${pki('ca.crt')}`,
+    '--client-cert-auth',
+    // Test data: durability across power loss is not worth the fsync latency on a shared machine.
+    '--unsafe-no-fsync',
+    '--log-level=warn',
+  ];
+}
+
+/** kube-apiserver's flags for an instance whose files live in `dir`. */
+export function apiserverArgs(dir: string, ports: ControlPlanePorts): string[] {
+  const pki = (file: string) => join(dir, 'pki', file);
+  return [
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${ports.apiserver}`,
+    `--etcd-servers=https://127.0.0.1:${ports.etcd}`,
+    `--etcd-cafile=${pki('ca.crt')}`,
+    `--etcd-certfile=${pki('etcd-client.crt')}`,
+    `--etcd-keyfile=${pki('etcd-client.key')}`,
+    `--tls-cert-file=${pki('serving.crt')}`,
+    `--tls-private-key-file=${pki('serving.key')}`,
+    `--client-ca-file=${pki('ca.crt')}`,
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=' +
+      [
+        'NamespaceLifecycle',
+        'LimitRanger',
+        'ServiceAccount',
+        'DefaultStorageClass',
+        'ResourceQuota',
+        'NodeRestriction',
+        'MutatingAdmissionWebhook',
+        'ValidatingAdmissionWebhook',
+        'ValidatingAdmissionPolicy',
+      ].join(','),
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${pki('sa.pub')}`,
+    `--service-account-signing-key-file=${pki('sa.key')}`,
+    '--service-cluster-ip-range=10.0.0.0/24',
+    // No Endpoints for the `kubernetes` Service: a loopback address is not a valid endpoint.
+    '--endpoint-reconciler-type=none',
+    '--allow-privileged=true',
+    // PodTemplates skip the watch cache, so a watch on them is served by etcd itself and a
+    // compacted resourceVersion gets 410 Gone, as the control-plane test checks (every other
+    // resource is served from the watch cache, as in a real cluster).
+    '--watch-cache-sizes=podtemplates#0',
+    '--profiling=false',
+  ];
+}
+
+/** Waits until the etcd of an instance in `dir` answers /health. */
+export function waitForEtcd(dir: string, state: ClusterState, ports: ControlPlanePorts): Promise<void> {
+  return waitFor('etcd', state, dir, async () => {
+    const res = await tlsRequest(
+      `https://127.0.0.1:${ports.etcd}/health`,
+      clientTls(join(dir, 'pki'), 'etcd-client'),
+    );
+    return res.status === 200;
+  });
+}
+
+/** Waits until the kube-apiserver of an instance in `dir` answers /readyz. */
+export function waitForApiserver(dir: string, state: ClusterState, ports: ControlPlanePorts): Promise<void> {
+  return waitFor('kube-apiserver', state, dir, async () => {
+    const res = await tlsRequest(
+      `https://127.0.0.1:${ports.apiserver}/readyz`,
+      clientTls(join(dir, 'pki'), 'admin'),
+    );
+    return res.status === 200;
+  });
 }
 
 /** Stops the processes of this checkout's control plane and removes `.cluster/` (data, certificates, logs). */
@@ -200,44 +239,55 @@ export async function down(log: (line: string) => void): Promise<void> {
   rmSync(clusterDir, { recursive: true, force: true });
 }
 
-function start(state: ClusterState, component: Component, args: string[]): void {
-  const out = openSync(join(clusterDir, `${component}.log`), 'a');
+/**
+ * Spawns one component detached, its output appended to `<dir>/<component>.log`, and records its
+ * pid in `state` (and in `stateFile` when given).
+ */
+export function start(
+  state: ClusterState,
+  component: Component,
+  args: string[],
+  dir: string,
+  stateFile?: string,
+): void {
+  const out = openSync(join(dir, `${component}.log`), 'a');
   const child = spawn(join(state.binDir, component), args, {
-    cwd: clusterDir,
+    cwd: dir,
     detached: true,
     stdio: ['ignore', out, out],
   });
   child.unref();
   if (child.pid === undefined) throw new Error(`${component} did not start`);
   state.pids[component] = child.pid;
-  writeFileSync(stateFile, JSON.stringify(state, null, 2) + '\n');
+  if (stateFile) writeFileSync(stateFile, JSON.stringify(state, null, 2) + '\n');
 }
 
 async function waitFor(
   component: Component,
   state: ClusterState,
+  dir: string,
   ready: () => Promise<boolean>,
 ): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
-    if (!isAlive(state.pids[component]!)) throw exited(component);
+    if (!isAlive(state.pids[component]!)) throw exited(component, dir);
     if (await ready().catch(() => false)) return;
     await sleep(250);
   }
-  throw new Error(`${component} was not ready within 120 s; see .cluster/${component}.log`);
+  throw new Error(`${component} was not ready within 120 s; see ${join(dir, `${component}.log`)}`);
 }
 
-function exited(component: Component): Error {
-  const log = join(clusterDir, `${component}.log`);
+function exited(component: Component, dir: string): Error {
+  const log = join(dir, `${component}.log`);
   const tail = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').slice(-8).join('\n') : '';
-  return new Error(`${component} exited during start-up; last lines of .cluster/${component}.log:\n${tail}`);
+  return new Error(`${component} exited during start-up; last lines of ${log}:\n${tail}`);
 }
 
 /**
  * Sends SIGTERM to every recorded process that is still ours, all at once (their data is thrown
  * away, so the order does not matter), then SIGKILL to any left after 5 s.
  */
-async function stopProcesses(state: ClusterState): Promise<void> {
+export async function stopProcesses(state: ClusterState): Promise<void> {
   const components: Component[] = ['kube-controller-manager', 'kube-apiserver', 'etcd'];
   const pids = components
     .filter((c) => isOurProcess(state.pids[c], join(state.binDir, c)))
@@ -260,8 +310,14 @@ function isOurProcess(pid: number | undefined, binary: string): boolean {
   }
 }
 
-function writeKubeconfig(file: string, server: string, client: string, user: string): void {
-  const pem = (name: string) => readFileSync(join(pkiDir, name)).toString('base64');
+export function writeKubeconfig(
+  file: string,
+  server: string,
+  client: string,
+  user: string,
+  pki: string = pkiDir,
+): void {
+  const pem = (name: string) => readFileSync(join(pki, name)).toString('base64');
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
@@ -288,7 +344,7 @@ function linkTools(toolsDir: string): void {
   }
 }
 
-function runToEnd(cmd: string, args: string[]): Promise<void> {
+export function runToEnd(cmd: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('error', reject);

@@ -1,5 +1,8 @@
 // Leader election on a real coordination.k8s.io Lease: the elector itself, then two real
 // operator processes (bin/agentcard.js operator) with one leader and a failover.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderElector } from '../../operator/kube/leader.ts';
@@ -21,6 +24,7 @@ import {
   waitFor,
   type ChildOperator,
 } from '../support/operator.ts';
+import { kubeconfigThrough, startRelay, type Relay } from '../support/relay.ts';
 
 const kc = kubeConfig();
 const api = new Api(kc);
@@ -190,5 +194,81 @@ describe('two operator processes', () => {
     });
     expect(released.spec?.holderIdentity ?? '').toBe('');
     expect(standby.lines.some((l) => l.includes('"msg":"released the leader lease"'))).toBe(true);
+  });
+});
+
+describe('a leader whose connection to the API server hangs', () => {
+  const procs: ChildOperator[] = [];
+  let relay: Relay | undefined;
+  afterAll(async () => {
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    await relay?.close();
+  });
+
+  it('stops and exits within the renew deadline, before the standby takes the Lease (default timings)', async () => {
+    // The leader reaches the real API server through a relay that will stop forwarding without
+    // closing; the standby connects directly. Default timings: lease 15 s, renew deadline 10 s.
+    const server = new URL(kc.getCurrentCluster()!.server);
+    relay = await startRelay(server.hostname, Number(server.port));
+    const dir = mkdtempSync(join(tmpdir(), 'leader-hang-'));
+    const relayed = kubeconfigThrough(kc, relay, join(dir, 'kubeconfig'));
+    const id = 'hang-test';
+    const flags = [
+      '--leader-elect',
+      '--leader-election-namespace',
+      ns.name,
+      '--leader-election-id',
+      id,
+      '--no-probes',
+    ];
+    const holder = async () =>
+      (await leases.readNamespacedLease({ namespace: ns.name, name: id }).catch(() => undefined))?.spec
+        ?.holderIdentity ?? '';
+
+    const leader = spawnOperator(ns.name, flags, {
+      kubeconfig: relayed,
+      env: { POD_NAME: 'relayed-leader' },
+    });
+    procs.push(leader);
+    await waitFor('the relayed operator to lead', async () => (await holder()).startsWith('relayed-leader_'));
+    const standby = spawnOperator(ns.name, flags, { env: { POD_NAME: 'direct-standby' } });
+    procs.push(standby);
+    await standby.metricsPort();
+    await api.createCard(ns.name, 'hang-one', { card: sampleCard('1.0.0') });
+    await waitFor(
+      'card hang-one Ready (reconciled by the relayed leader)',
+      async () => condition(await api.getCard(ns.name, 'hang-one'), 'Ready')?.status === 'True',
+    );
+    expect(await holder()).toMatch(/^relayed-leader_/);
+
+    const hungAt = Date.now();
+    relay.stall();
+    let exitedAt = 0;
+    const exit = leader.exited.then((code) => {
+      exitedAt = Date.now();
+      return code;
+    });
+    const takenAt = await waitFor(
+      'the standby to take the Lease',
+      async () => ((await holder()).startsWith('direct-standby_') ? Date.now() : undefined),
+      40_000,
+    );
+    expect(await exit).toBe(1);
+    const stopMs = exitedAt - hungAt;
+    const takeoverMs = takenAt - hungAt;
+    console.info(
+      `hung connection: leader exited after ${stopMs} ms, standby took the Lease after ${takeoverMs} ms`,
+    );
+    // client-go's bound: renewDeadline (10 s) after the last renewal, so at most 10 s after the
+    // hang; 12 s leaves room for process exit on a loaded machine. Never after the takeover.
+    expect(stopMs).toBeLessThanOrEqual(12_000);
+    expect(exitedAt).toBeLessThan(takenAt);
+
+    // The new leader works.
+    await api.createCard(ns.name, 'hang-two', { card: sampleCard('1.0.0') });
+    await waitFor(
+      'card hang-two Ready (reconciled by the new leader)',
+      async () => condition(await api.getCard(ns.name, 'hang-two'), 'Ready')?.status === 'True',
+    );
   });
 });

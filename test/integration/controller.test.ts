@@ -185,7 +185,10 @@ describe('controller: reconcile on the real API server', () => {
     });
     expect(condition(card, 'Signed')!.reason).toBe('SigningKeyNotFound');
     expect(condition(card, 'Signed')!.message).toContain('Secret "late-key" not found');
-    expect(condition(card, 'Signed')!.message).toContain('agentcard.dev/signing-key=true');
+    // Truthful: nothing was ever published for this card.
+    expect(condition(card, 'Signed')!.message).toMatch(
+      /the card is signed as soon as it exists; nothing is published yet$/,
+    );
     expect(condition(card, 'Published')).toMatchObject({ status: 'False', reason: 'NotPublished' });
     expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeUndefined();
     expect((await api.events(ns.name, 'late')).find((e) => e.reason === 'SigningKeyNotFound')?.type).toBe(
@@ -219,17 +222,14 @@ describe('controller: reconcile on the real API server', () => {
     expect((await verifyCard(served, oldJwks)).verified).toBe(false);
   });
 
-  it('reads an unlabelled Secret directly, hints the label, and picks up its rotation on the resync', async () => {
+  it('reads an unlabelled Secret directly and picks up its rotation through the metadata watch', async () => {
     await api.putSecret(ns.name, 'plain-key', { jwk: await privateJwk('p1') }, false);
     await api.createCard(ns.name, 'plain', signedSpec('plain-key'));
     const card = await readyCard('plain');
-    expect(condition(card, 'Signed')!.message).toContain(
-      'label Secret "plain-key" with agentcard.dev/signing-key=true',
-    );
+    expect(condition(card, 'Signed')!.message).toBe('signed with p1 (ES256)');
     await api.putSecret(ns.name, 'plain-key', { jwk: await privateJwk('p2') }, false);
-    // Not watched: the periodic resync (5 s in this test) re-reads it.
     await waitFor(
-      'kid p2 after a resync',
+      'kid p2 after the rotation',
       async () => (await api.getCard(ns.name, 'plain'))?.status?.signatures?.[0]?.kid === 'p2',
       20_000,
     );

@@ -40,9 +40,26 @@ describe('npm run demo -- --once', () => {
     expect(steps.at(-1)![1]).toBe(steps.at(-1)![2]);
     // The Deployment example's Pod went through the webhook (API server -> HTTPS -> operator).
     expect(result.stdout).toMatch(/Pod support-agent-\S+ has the agentcard-sidecar/);
+    // The chart's default mode end to end: nginx runs with the configuration the webhook wrote
+    // into that Pod (the machine has Debian's nginx with njs, as the conformance suite needs).
+    expect(result.stdout).toContain("(nginx with the Pod's own configuration, the default mode)");
     expect(result.stdout).toMatch(/^NAME\s+READY\s+SIGNED\s+INTERFACES\s+VERSION\s+AGE/m);
     expect(result.stdout).toMatch(/Served card:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json/);
     expect(result.stdout).toMatch(/Verification:\s+\S*.*verified/i);
+    // Two audiences of examples/agentcard-audiences.yaml, each served its own signed card by Host.
+    expect(result.stdout).toMatch(
+      /Audiences:\s+default \(Host: 127\.0\.0\.1\): http:\/\/127\.0\.0\.1:\d+\S*, verified/,
+    );
+    expect(result.stdout).toMatch(
+      /public \(Host: weather\.example\.com\): https:\/\/weather\.example\.com\/agents\/weather\/\S+, verified/,
+    );
+    // the last step: agentcard discover against the served card (the default audience of
+    // examples/agentcard-audiences.yaml: two interfaces of the demo agent), verified and probed
+    expect(result.stdout).toMatch(/^\$ agentcard discover http:\/\/127\.0\.0\.1:\d+ --jwks /m);
+    expect(result.stdout).toMatch(
+      /^ok\s+.*\s+verified \S+\s+2\/2 up\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json$/m,
+    );
+    expect(result.stdout).toContain('1 card, 1 ok, 0 catalogs, 0 errors');
     // It did not start the control plane, so it removed only its namespace.
     expect(result.stdout).toContain(`delete namespace ${namespace}: done`);
     const ns = await kubeConfig()

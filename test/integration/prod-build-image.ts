@@ -1,10 +1,9 @@
 /**
  * Reproduces the container image's file system without a container engine: reads the
- * Dockerfile, copies what its COPY lines copy, installs production dependencies the way its
- * build stage does, and runs the image's ENTRYPOINT with the Node.js 24 of the devDependency.
+ * Dockerfile, copies what its COPY lines copy, lets the caller play the build stage's RUN lines
+ * (install and bundle); the test runs the image's ENTRYPOINT on the Node.js 24 of the devDependency.
  */
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, join, posix } from 'node:path';
 import { repoRoot } from '../support/paths.ts';
 
@@ -61,7 +60,7 @@ export function parseDockerfile(text: string, buildArgs: Record<string, string> 
 }
 
 export type ImageLayout = {
-  /** The build stage's /app after its COPY lines and the production-only install. */
+  /** The build stage's /app after its COPY lines and its RUN lines (played by the caller). */
   buildDir: string;
   /** The runtime stage's root (its WORKDIR is `workdir` inside it). */
   rootDir: string;
@@ -78,7 +77,7 @@ export type ImageLayout = {
   contextSources: string[];
 };
 
-/** Follows the Dockerfile into `outDir`; `install(dir)` plays the build stage's npm commands. */
+/** Follows the Dockerfile into `outDir`; `install(dir)` plays the build stage's RUN lines. */
 export function buildImageLayout(outDir: string, install: (dir: string) => void): ImageLayout {
   const stages = parseDockerfile(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'));
   const build = stages.find((s) => s.name === 'build');
@@ -159,13 +158,4 @@ function copyFromContext(args: string[], stageDir: string, workdir: string): voi
       filter: (p) => !/(^|\/)(node_modules|\.DS_Store)(\/|$)|\.log$/.test(p.slice(repoRoot.length)),
     });
   }
-}
-
-/** The Node.js 24 binary the devDependency `node` installs (what `npm ci` gives every script). */
-export function node24(): string {
-  const bin = realpathSync(join(repoRoot, 'node_modules', '.bin', 'node'));
-  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.trim();
-  if (!version.startsWith('v24.'))
-    throw new Error(`expected Node.js 24 from the node devDependency, found ${version}`);
-  return bin;
 }

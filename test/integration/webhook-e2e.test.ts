@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
 import type { TestNamespace } from '../support/cluster.ts';
 import { kubeletWrite, tempDir } from '../support/card-files.ts';
-import { spawnSidecar } from '../unit/sidecar/spawn.ts';
-import type { Running } from '../unit/sidecar/spawn.ts';
+import { spawnSidecar } from '../support/sidecar-process.ts';
+import type { Running } from '../support/sidecar-process.ts';
 import { Api, installCrd, privateJwk, sampleCard, startOperator, waitFor } from '../support/operator.ts';
 import type { InProcessOperator } from '../support/operator.ts';
 

@@ -4,8 +4,10 @@
  */
 import http from 'node:http';
 import http2 from 'node:http2';
+import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 
 export interface Impostor {
@@ -175,5 +177,96 @@ export async function otherGrpcService(): Promise<Impostor> {
   );
   state.url = `http://127.0.0.1:${port}`;
   state.close = async () => server.forceShutdown();
+  return state;
+}
+
+/** A raw TCP server: `onSocket` writes whatever bytes it likes (no HTTP framing imposed). */
+async function listenRaw(onSocket: (socket: net.Socket, state: Impostor) => void): Promise<Impostor> {
+  const sockets = new Set<net.Socket>();
+  const state: Impostor = { url: '', hits: 0, closedConnections: 0, bytesSent: 0, close: async () => {} };
+  const server = net.createServer((socket) => {
+    state.hits++;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      state.closedConnections++;
+      sockets.delete(socket);
+    });
+    onSocket(socket, state);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.close = async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return state;
+}
+
+/**
+ * A status line at once, then one header byte every 100 ms, forever (slowloris in reverse): the
+ * headers never complete, yet the connection is never idle.
+ */
+export function trickleHeaders(): Promise<Impostor> {
+  return listenRaw((socket, state) => {
+    socket.resume();
+    socket.write('HTTP/1.1 200 OK\r\n');
+    const header = Buffer.from('X-Slow: ' + 'a'.repeat(1_000_000));
+    let i = 0;
+    const timer = setInterval(() => {
+      if (socket.destroyed) return clearInterval(timer);
+      socket.write(header.subarray(i % header.length, (i % header.length) + 1));
+      state.bytesSent++;
+      i++;
+    }, 100);
+    socket.on('close', () => clearInterval(timer));
+  });
+}
+
+/**
+ * 200 with `Content-Encoding: gzip` and a body that inflates to 1 GiB of JSON-looking spaces
+ * (about 1 MiB on the wire): a client that decompresses without a cap runs out of memory.
+ */
+export function compressedBomb(): Promise<Impostor> {
+  // 1,024 gzip members of 1 MiB each (a valid multi-member gzip stream, RFC 1952 section 2.2).
+  const member = gzipSync(Buffer.alloc(1024 * 1024, 0x20), { level: 9 });
+  const bomb = Buffer.concat(Array.from({ length: 1024 }, () => member));
+  return listenHttp((req, res) => {
+    req.resume();
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+      'content-length': String(bomb.length),
+    });
+    res.end(bomb);
+  });
+}
+
+/** An HTTP/0.9 answer: the body alone, no status line and no headers, then close. */
+export function http09(): Promise<Impostor> {
+  return listenRaw((socket, state) => {
+    socket.once('data', () => {
+      const body = '{"jsonrpc":"2.0","id":1,"result":{"kind":"message"}}\n';
+      socket.end(body);
+      state.bytesSent += body.length;
+    });
+  });
+}
+
+/** An HTTPS server whose certificate is self-signed (its own issuer), answering 200 `{}`. */
+export async function selfSignedTls(pem: { cert: string; key: string }): Promise<Impostor> {
+  const state: Impostor = { url: '', hits: 0, closedConnections: 0, bytesSent: 0, close: async () => {} };
+  const server = https.createServer(pem, (req, res) => {
+    state.hits++;
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  server.on('connection', (socket) => socket.on('close', () => state.closedConnections++));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
   return state;
 }

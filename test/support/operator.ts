@@ -176,9 +176,9 @@ export async function privateJwk(kid: string, alg = 'ES256'): Promise<string> {
   return JSON.stringify(await generateSigningJwk(alg, kid));
 }
 
-const baseFlags = (namespace: string) => [
+const baseFlags = (namespace: string, kubeconfig = kubeconfigPath()) => [
   '--kubeconfig',
-  kubeconfigPath(),
+  kubeconfig,
   '--namespace',
   namespace,
   '--metrics-port',
@@ -202,10 +202,15 @@ export interface InProcessOperator {
 export async function startOperator(
   namespace: string,
   extra: string[] = [],
-  opts: { probes?: boolean } = {},
+  opts: { probes?: boolean; kubeconfig?: string } = {},
 ): Promise<InProcessOperator> {
   const probeFlags = opts.probes ? ['--probe-allow-cidr', '127.0.0.1/32'] : ['--no-probes'];
-  const flags = parseOperatorFlags([...baseFlags(namespace), '--no-leader-elect', ...probeFlags, ...extra]);
+  const flags = parseOperatorFlags([
+    ...baseFlags(namespace, opts.kubeconfig),
+    '--no-leader-elect',
+    ...probeFlags,
+    ...extra,
+  ]);
   if (flags === 'help') throw new Error('unexpected help');
   const logs: string[] = [];
   const logFile = process.env.AGENTCARD_TEST_OPERATOR_LOG;
@@ -242,15 +247,23 @@ export interface ChildOperator {
   metricsPort(): Promise<number>;
 }
 
-/** Runs `bin/agentcard.js operator` on the Node.js 24 of node_modules, as a real child process. */
-export function spawnOperator(namespace: string, extra: string[]): ChildOperator {
+/**
+ * Runs `bin/agentcard.js operator` on the Node.js 24 of node_modules, as a real child process
+ * (against the shared control plane unless `opts.kubeconfig` names another; `opts.env` adds
+ * environment variables such as POD_NAME).
+ */
+export function spawnOperator(
+  namespace: string,
+  extra: string[],
+  opts: { kubeconfig?: string; env?: Record<string, string> } = {},
+): ChildOperator {
   const node = join(repoRoot, 'node_modules', '.bin', 'node');
   const child = spawn(
     node,
-    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...baseFlags(namespace), ...extra],
+    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...baseFlags(namespace, opts.kubeconfig), ...extra],
     {
       cwd: repoRoot,
-      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '' },
+      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '', ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

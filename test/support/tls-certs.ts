@@ -70,3 +70,25 @@ export async function createTestCa(name = 'probe test CA'): Promise<TestCa> {
     },
   };
 }
+
+/** A self-signed leaf: its own issuer, trusted by nobody (DEPTH_ZERO_SELF_SIGNED_CERT). */
+export async function selfSignedCert(opts: { dns?: string[]; ips?: string[] }): Promise<Pem> {
+  const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const names = [
+    ...(opts.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(opts.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+  ];
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    name: `CN=${opts.dns?.[0] ?? opts.ips?.[0] ?? 'self-signed'}`,
+    keys,
+    notBefore: new Date(Date.now() - DAY),
+    notAfter: new Date(Date.now() + 7 * DAY),
+    signingAlgorithm: alg,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+      new x509.SubjectAlternativeNameExtension(names),
+    ],
+  });
+  return { cert: cert.toString('pem'), key: await keyPem(keys.privateKey) };
+}

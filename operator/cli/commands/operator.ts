@@ -1,12 +1,18 @@
 /**
- * `agentcard operator`: runs the AgentCard controller (and, once available, the Pod admission
- * webhook) against the cluster of --kubeconfig / KUBECONFIG / the in-cluster service account.
+ * `agentcard operator`: runs the AgentCard controller (and the Pod admission webhook when a
+ * sidecar image is given) against the cluster of --kubeconfig / KUBECONFIG / the in-cluster
+ * service account / ~/.kube/config.
+ *
+ * With no flags at all it runs locally against the current kubeconfig context, the way `make run`
+ * runs a kubebuilder project: the webhook stays off (the API server could not call a webhook on a
+ * developer's machine, and there is no image to inject), and the leader Lease goes in the
+ * context's namespace (else `default`), so a local run waits instead of fighting an operator
+ * already deployed in the cluster. The Helm chart passes every setting explicitly.
  */
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
 import { setFlagsFromString } from 'node:v8';
-import { loadKubeConfigWithoutGeneratedApis } from '../../kube/slim-load.ts';
 import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
 import { createLogger } from '../../log.ts';
@@ -39,8 +45,8 @@ Probes:
   --probe-deny-cidr CIDR            never probe this range (repeatable; e.g. cluster ranges in public space)
   --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
                                     (default 10m; 0 = never: no status writes while nothing changes)
-Webhook and sidecar injection:
-  --webhook-port PORT               (default 9443; 0 = no webhook)
+Webhook and sidecar injection (off unless --sidecar-image is given):
+  --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
   --webhook-cert-dir DIR            certificate files in cert-manager mode
   --webhook-secret NAME             Secret for the self-signed CA and certificate
@@ -48,6 +54,9 @@ Webhook and sidecar injection:
   --webhook-config NAME             MutatingWebhookConfiguration whose caBundle is kept current
   --sidecar-image IMAGE             image of the injected sidecar
   --sidecar-mode MODE               auto | native | container (default auto)
+  --sidecar-server SERVER           node | nginx: what serves the card in the Pod (default node)
+  --sidecar-nginx-image IMAGE       the nginx image for --sidecar-server nginx
+  --trust-forwarded-host            select the card by X-Forwarded-Host (only behind a proxy that sets it)
   --operator-namespace NS           namespace the operator runs in (default: POD_NAMESPACE)
 `;
 
@@ -133,6 +142,9 @@ export function parseOperatorFlags(
         'webhook-config': { type: 'string' },
         'sidecar-image': { type: 'string' },
         'sidecar-mode': { type: 'string' },
+        'sidecar-server': { type: 'string' },
+        'sidecar-nginx-image': { type: 'string' },
+        'trust-forwarded-host': { type: 'boolean' },
         'operator-namespace': { type: 'string' },
       },
     }));
@@ -159,6 +171,17 @@ export function parseOperatorFlags(
   if (certMode === 'cert-manager' && !values['webhook-cert-dir']) {
     throw new UserError('--webhook-cert-mode cert-manager needs --webhook-cert-dir', 2);
   }
+  const sidecarServer = oneOf('sidecar-server', values['sidecar-server'], ['node', 'nginx'], 'node');
+  if (sidecarServer === 'nginx' && !values['sidecar-nginx-image']) {
+    throw new UserError('--sidecar-server nginx needs --sidecar-nginx-image', 2);
+  }
+  const sidecarImage = values['sidecar-image'] || undefined;
+  // The webhook exists to inject the sidecar: without an image it stays off, so a bare local run
+  // (no flags) starts.
+  const webhookPort = integer('webhook-port', values['webhook-port'], sidecarImage ? 9443 : 0, 0, 65535);
+  if (webhookPort !== 0 && !sidecarImage) {
+    throw new UserError('the admission webhook needs --sidecar-image (the image to inject)', 2);
+  }
   return {
     kubeconfig: values.kubeconfig,
     namespaces: [...new Set(values.namespace ?? [])],
@@ -179,14 +202,17 @@ export function parseOperatorFlags(
     probeStatusRefreshMs:
       duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
     webhook: {
-      port: integer('webhook-port', values['webhook-port'], 9443, 0, 65535),
+      port: webhookPort,
       certMode,
       certDir: values['webhook-cert-dir'],
       secret: values['webhook-secret'],
       service: values['webhook-service'],
       config: values['webhook-config'],
-      sidecarImage: values['sidecar-image'],
+      sidecarImage,
       sidecarMode: oneOf('sidecar-mode', values['sidecar-mode'], ['auto', 'native', 'container'], 'auto'),
+      sidecarServer,
+      ...(values['sidecar-nginx-image'] ? { nginxImage: values['sidecar-nginx-image'] } : {}),
+      ...(values['trust-forwarded-host'] ? { trustForwardedHost: true } : {}),
     },
     operatorNamespace: values['operator-namespace'] ?? (env.POD_NAMESPACE || undefined),
   };
@@ -201,10 +227,8 @@ export async function run(argv: string[]): Promise<number> {
   // A long-running process with a small working set: V8's size-over-speed mode keeps the young
   // generation and the heap's growth small (peak RSS at 1,000 AgentCards about 30 MiB lower; other
   // flag sets measured in bench/scale.bench.ts saved less). Set before the controller's modules
-  // load, as is the hook that keeps client-node's generated API clients out (kube/slim-load.ts),
-  // hence the dynamic import below.
+  // load, hence the dynamic import below.
   setFlagsFromString('--optimize-for-size');
-  loadKubeConfigWithoutGeneratedApis();
   const { runOperator } = await import('../../manager/manager.ts');
   const log = createLogger({ component: 'operator' });
   const shutdown = new AbortController();
@@ -216,6 +240,9 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
   const exitCode = await runOperator(flags, { signal: shutdown.signal, log });
+  // A replica that lost the leader lease exits at once: requests still in flight must not reach
+  // the API server after another replica took over (stderr is a pipe or file: written already).
+  if (exitCode !== 0) process.exit(exitCode);
   // Idle keep-alive sockets of the Kubernetes client must not hold the process open.
   setTimeout(() => process.exit(exitCode), 1_000).unref();
   return exitCode;

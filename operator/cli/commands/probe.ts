@@ -9,18 +9,20 @@ import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { UserError, describeError } from '../../errors.ts';
-import { parseDuration as parseSpecDuration } from '../../card/resource.ts';
+import { parseDuration as parseSpecDuration, type AgentCardSpec } from '../../card/resource.ts';
 import { ProbeLimiter, hostKey } from '../../probe/limiter.ts';
 import { type AddressPolicy, createAddressPolicy } from '../../probe/policy.ts';
 import { checkHeaders, probeInterface } from '../../probe/probe.ts';
 import type { ProbeResult, ProbeTarget } from '../../probe/types.ts';
+import { probeTargets } from '../../controller/audiences/probe-targets.ts';
 
 const USAGE = `usage: agentcard probe -f MANIFEST [-f MANIFEST ...] [options]
        agentcard probe --url URL --binding JSONRPC|HTTP+JSON|GRPC [options]
 
 Asks each interface the A2A question of its binding (GetTask for a random id) and says whether
 the answer proves the binding and version. MANIFEST: AgentCard manifests (YAML or JSON, several
-documents allowed; spec.card.supportedInterfaces) or a plain Agent Card; '-' reads stdin.
+documents allowed; the interfaces of spec.card and of each audience that is not probe: Disabled,
+as the operator probes them) or a plain Agent Card; '-' reads stdin.
 
 options:
   --url URL                  interface URL (gRPC also takes a bare host:port)
@@ -42,11 +44,18 @@ const InterfaceSchema = z.object({
   tenant: z.string().optional(),
 });
 const CardSchema = z.object({ supportedInterfaces: z.array(InterfaceSchema).min(1) });
+const AudienceSchema = z.object({
+  name: z.string(),
+  baseURL: z.string().optional(),
+  supportedInterfaces: z.array(InterfaceSchema).optional(),
+  probe: z.enum(['Enabled', 'Disabled']).optional(),
+});
 const ManifestSchema = z.object({
   kind: z.literal('AgentCard'),
   metadata: z.object({ name: z.string().optional() }).optional(),
   spec: z.object({
     card: CardSchema,
+    audiences: z.array(AudienceSchema).optional(),
     probe: z
       .object({ timeout: z.string().optional(), credentials: z.array(z.unknown()).optional() })
       .optional(),
@@ -130,7 +139,8 @@ export function jobsFromManifest(text: string, source: string): { jobs: ProbeJob
       }
       const timeout = spec.probe?.timeout;
       jobs.push({
-        targets: spec.card.supportedInterfaces,
+        // Every distinct interface across the audiences, as the operator probes them.
+        targets: probeTargets(spec as unknown as AgentCardSpec).map(({ audiences: _a, ...t }) => t),
         timeoutMs: timeout ? parseDuration(timeout) : undefined,
       });
       return;

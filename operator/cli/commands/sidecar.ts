@@ -10,19 +10,24 @@ import { existsSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UserError } from '../../errors.ts';
 import { createLogger } from '../../log.ts';
-import { startSidecar } from '../../sidecar/server.ts';
+import { SIDECAR_DEFAULTS, startSidecar } from '../../sidecar/server.ts';
 import { MAX_AGE_LIMIT } from '../../sidecar/version.ts';
 
 const USAGE = `usage: agentcard sidecar --dir DIR [--port 8095] [--max-age SECONDS] [--metrics-port 8096] [--address ADDR]
 
 Serves agent-card.json, agent.json and jwks.json from DIR (a mounted card ConfigMap) at
-/.well-known/, and /healthz, /readyz, /metrics on the metrics port.
+/.well-known/ (per-host variants host.<host>.<file> and wildcard.<suffix>.<file> selected by
+Host), 200 at / and /healthz, and /healthz, /readyz, /metrics on the metrics port.
 
-  --dir DIR            directory with the ConfigMap's files (required)
-  --port N             card port (default 8095; 0 picks a free port)
-  --max-age SECONDS    Cache-Control max-age when DIR has no cache-max-age-seconds file (default 300)
-  --metrics-port N     health and metrics port (default 8096; 0 picks a free port)
-  --address ADDR       listen address (default: all interfaces)
+  --dir DIR                 directory with the ConfigMap's files (required)
+  --port N                  card port (default 8095; 0 picks a free port)
+  --max-age SECONDS         Cache-Control max-age when DIR has no cache-max-age-seconds file (default 300)
+  --metrics-port N          health and metrics port (default 8096; 0 picks a free port)
+  --address ADDR            listen address (default: all interfaces)
+  --max-header-size BYTES   request header bytes accepted (default ${SIDECAR_DEFAULTS.maxHeaderBytes})
+  --keep-alive SECONDS      idle keep-alive timeout (default ${SIDECAR_DEFAULTS.keepAliveSeconds}; keep it above the load balancer's)
+  --trust-forwarded-host    select the card by X-Forwarded-Host (only behind a proxy that sets it);
+                            also AGENTCARD_TRUST_FORWARDED_HOST=true
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -36,6 +41,9 @@ export async function run(argv: string[]): Promise<number> {
         'max-age': { type: 'string', default: '300' },
         'metrics-port': { type: 'string', default: '8096' },
         address: { type: 'string' },
+        'max-header-size': { type: 'string', default: String(SIDECAR_DEFAULTS.maxHeaderBytes) },
+        'keep-alive': { type: 'string', default: String(SIDECAR_DEFAULTS.keepAliveSeconds) },
+        'trust-forwarded-host': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -55,6 +63,16 @@ export async function run(argv: string[]): Promise<number> {
   const port = intFlag('--port', values.port, 0, 65535);
   const metricsPort = intFlag('--metrics-port', values['metrics-port'], 0, 65535);
   const maxAge = intFlag('--max-age', values['max-age'], 0, MAX_AGE_LIMIT);
+  const maxHeaderSize = intFlag('--max-header-size', values['max-header-size'], 1024, 1024 * 1024);
+  const keepAliveSeconds = intFlag('--keep-alive', values['keep-alive'], 1, 86_400);
+  const trustEnv = process.env.AGENTCARD_TRUST_FORWARDED_HOST;
+  if (trustEnv !== undefined && !['true', 'false', ''].includes(trustEnv)) {
+    throw new UserError(
+      `sidecar: AGENTCARD_TRUST_FORWARDED_HOST must be true or false, got '${trustEnv.slice(0, 20)}'`,
+      2,
+    );
+  }
+  const trustForwardedHost = values['trust-forwarded-host'] === true || trustEnv === 'true';
   if (port !== 0 && port === metricsPort)
     throw new UserError('sidecar: --port and --metrics-port must differ', 2);
 
@@ -66,6 +84,9 @@ export async function run(argv: string[]): Promise<number> {
     host: values.address,
     defaultMaxAgeSeconds: maxAge,
     logger,
+    maxHeaderSize,
+    keepAliveSeconds,
+    trustForwardedHost,
   });
   logger.info('listening', { port: sidecar.port, metricsPort: sidecar.metricsPort, dir: values.dir });
 

@@ -1,43 +1,44 @@
 /**
- * `agentcard verify -f CARD --jwks FILE [--output text|json]`: checks the signatures of a card
- * against a trusted JWKS (A2A spec 8.4.3). Exit 0 when at least one signature verifies (its kid
- * is printed), 1 otherwise. The jku header is never fetched.
+ * `agentcard verify -f CARD|--dir DIR --jwks FILE [--output text|json]`: checks the signatures of
+ * a card (of any audience: each is signed on its own) against a trusted JWKS (A2A spec 8.4.3).
+ * Exit 0 when at least one signature verifies (its kid is printed), 1 otherwise. --dir checks
+ * every audience's card of a published layout (`agentcard sign --out-dir`, or a mounted
+ * ConfigMap). The jku header is never fetched.
  */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { UserError } from '../../errors.ts';
 import { MAX_INPUT_BYTES, MAX_JWKS_BYTES, parseDocuments, parseFlags, readInput } from '../input.ts';
-import type { JWK } from '../../card/sign.ts';
-import { publicPart, verifyCard, type JWKS } from '../../card/verify.ts';
+import { parseJwks } from '../../card/jwks.ts';
+import { verifyCard, type JWKS } from '../../card/verify.ts';
 
 const USAGE = `usage: agentcard verify -f CARD|- --jwks FILE [--output text|json]
+       agentcard verify --dir DIR --jwks FILE [--output text|json]
 
 Verifies a signed card (JSON, as served) against the public keys of a JWKS file
 ({"keys": [...]}, or a single public JWK). Exit 0 when a signature verifies, 1 otherwise.
+--dir verifies every audience's card in a directory laid out as the operator publishes it
+(agent-card.json and host.<host>.agent-card.json / wildcard.<suffix>.agent-card.json); exit 0
+only when every one verifies.
 `;
 
-function parseJwks(text: string, file: string): JWKS {
-  let value: unknown;
+/** The v1 card files of a published layout: the default audience's and each host's. */
+const CARD_FILE = /^(agent-card\.json|(host|wildcard)\.[a-z0-9.-]+\.agent-card\.json)$/;
+
+async function cardFiles(dir: string): Promise<string[]> {
+  let names: string[];
   try {
-    value = JSON.parse(text);
-  } catch {
-    throw new UserError(`${file}: not valid JSON (expected a JWKS)`);
+    names = await readdir(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UserError(
+      `cannot read ${dir}: ${code === 'ENOENT' ? 'no such directory' : (code ?? 'read error')}`,
+    );
   }
-  const obj = value as { keys?: unknown; kty?: unknown } | null;
-  const keys =
-    obj && typeof obj === 'object'
-      ? Array.isArray(obj.keys)
-        ? obj.keys
-        : obj.kty
-          ? [obj]
-          : undefined
-      : undefined;
-  if (!keys) throw new UserError(`${file}: not a JWKS (expected {"keys": [...]})`);
-  keys.forEach((k, i) => {
-    if (!k || typeof k !== 'object' || typeof (k as JWK).kty !== 'string') {
-      throw new UserError(`${file}: keys[${i}] is not a JWK (no "kty")`);
-    }
-  });
-  // Only the public part is used: a private JWK given by mistake still works as a trusted key.
-  return { keys: (keys as JWK[]).map(publicPart) };
+  const files = names.filter((n) => CARD_FILE.test(n)).sort();
+  if (files.length === 0)
+    throw new UserError(`${dir}: no agent-card.json or host.<host>.agent-card.json found`);
+  return files;
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -46,20 +47,25 @@ export async function run(argv: string[]): Promise<number> {
     {
       file: { type: 'string', short: 'f' },
       jwks: { type: 'string' },
+      dir: { type: 'string' },
       output: { type: 'string', short: 'o', default: 'text' },
     },
     USAGE,
   );
   if (!parsed) return 0;
   const { values } = parsed;
-  if (!values.file) throw new UserError('no input: give -f CARD (or -f - for standard input)', 2);
+  if (values.file !== undefined && values.dir !== undefined)
+    throw new UserError('give -f CARD or --dir DIR, not both', 2);
+  if (!values.file && !values.dir)
+    throw new UserError('no input: give -f CARD (or -f - for standard input) or --dir DIR', 2);
   if (!values.jwks) throw new UserError('no keys: give --jwks FILE with the trusted public keys', 2);
   if (values.output !== 'text' && values.output !== 'json') {
     throw new UserError(`--output must be text or json, not "${values.output}"`, 2);
   }
-  const source = values.file === '-' ? 'standard input' : values.file;
   const jwks = parseJwks(await readInput(values.jwks, MAX_JWKS_BYTES), values.jwks);
-  const docs = parseDocuments(await readInput(values.file, MAX_INPUT_BYTES), source);
+  if (values.dir !== undefined) return verifyDir(values.dir, jwks, values.output);
+  const source = values.file === '-' ? 'standard input' : values.file!;
+  const docs = parseDocuments(await readInput(values.file!, MAX_INPUT_BYTES), source);
   const doc = docs[0];
   if (docs.length !== 1 || doc?.type !== 'card') {
     throw new UserError(
@@ -79,4 +85,40 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`agentcard: ${source}: no signature verified\n`);
   }
   return result.verified ? 0 : 1;
+}
+
+/** Every audience's card of a published layout; exit 0 only when each one verifies. */
+async function verifyDir(dir: string, jwks: JWKS, output: string | undefined): Promise<number> {
+  const reports: Array<{ file: string; verified: boolean; kid?: string; error?: string }> = [];
+  for (const file of await cardFiles(dir)) {
+    const path = join(dir, file);
+    const docs = parseDocuments(await readInput(path, MAX_INPUT_BYTES), path);
+    const doc = docs[0];
+    if (docs.length !== 1 || doc?.type !== 'card') {
+      reports.push({ file, verified: false, error: 'not a signed card' });
+      continue;
+    }
+    const result = await verifyCard(doc.card, jwks);
+    reports.push(
+      result.verified
+        ? { file, verified: true, kid: result.kid }
+        : {
+            file,
+            verified: false,
+            error: result.results.map((r) => r.error ?? 'not verified').join('; ') || 'no signature',
+          },
+    );
+  }
+  if (output === 'json') {
+    process.stdout.write(JSON.stringify(reports, null, 2) + '\n');
+  } else {
+    for (const r of reports) {
+      if (r.verified) process.stdout.write(`${r.file}: verified: kid ${r.kid}\n`);
+      else process.stderr.write(`${join(dir, r.file)}: ${r.error}\n`);
+    }
+    const bad = reports.filter((r) => !r.verified).length;
+    if (bad > 0)
+      process.stderr.write(`agentcard: ${dir}: ${bad} of ${reports.length} cards did not verify\n`);
+  }
+  return reports.every((r) => r.verified) ? 0 : 1;
 }

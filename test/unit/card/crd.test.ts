@@ -106,6 +106,15 @@ describe('the AgentCard CRD', () => {
         '.spec.card.securitySchemes{}',
         '.spec.card.securitySchemes{}.oauth2SecurityScheme.flows',
         '.spec.probe.interval',
+        '.spec.audiences',
+        '.spec.audiences[]',
+        '.spec.audiences[].name',
+        '.spec.audiences[].hosts',
+        '.spec.audiences[].hosts[]',
+        '.spec.audiences[].baseURL',
+        '.spec.audiences[].supportedInterfaces',
+        '.spec.audiences[].securitySchemes{}',
+        '.spec.audiences[].securitySchemes{}.oauth2SecurityScheme.flows',
       ].sort(),
     );
     expect(rules['.spec.card.supportedInterfaces']).toEqual(['size(self) > 0']);
@@ -114,6 +123,9 @@ describe('the AgentCard CRD', () => {
       '(has(self.apiKeySecurityScheme) ? 1 : 0) + (has(self.httpAuthSecurityScheme) ? 1 : 0) + (has(self.oauth2SecurityScheme) ? 1 : 0) + (has(self.openIdConnectSecurityScheme) ? 1 : 0) + (has(self.mtlsSecurityScheme) ? 1 : 0) == 1',
     );
     expect(rules['.spec.probe.interval']).toEqual(["duration(self) >= duration('10s')"]);
+    // A host belongs to at most one audience, compared case-insensitively.
+    expect(rules['.spec.audiences']![0]).toContain('lowerAscii()');
+    expect(rules['.spec.audiences[]']).toEqual(['!(has(self.baseURL) && has(self.supportedInterfaces))']);
   });
 
   it('bounds what the CEL rules iterate over (cost estimation)', () => {
@@ -122,6 +134,11 @@ describe('the AgentCard CRD', () => {
     expect(card.properties.skills.items.properties.id.maxLength).toBeGreaterThan(0);
     expect(card.properties.securitySchemes.maxProperties).toBeGreaterThan(0);
     expect(card.properties.supportedInterfaces.maxItems).toBeGreaterThan(0);
+    const audiences = root().properties.spec.properties.audiences;
+    expect(audiences.maxItems).toBeGreaterThan(0);
+    expect(audiences.items.properties.hosts.maxItems).toBeGreaterThan(0);
+    expect(audiences.items.properties.hosts.items.maxLength).toBeGreaterThan(0);
+    expect(audiences['x-kubernetes-list-map-keys']).toEqual(['name']);
   });
 
   it('has the defaults of the contract and requires spec.card', () => {

@@ -86,7 +86,11 @@ describe('the AgentCard resource schemas', () => {
   });
 
   it('parses the example manifests as resources', () => {
-    for (const file of ['examples/agentcard-minimal.yaml', 'examples/agentcard-signed.yaml']) {
+    for (const file of [
+      'examples/agentcard-minimal.yaml',
+      'examples/agentcard-signed.yaml',
+      'examples/agentcard-audiences.yaml',
+    ]) {
       const docs = parseAllDocuments(readFileSync(join(repoRoot, file), 'utf8')).map((d) => d.toJS());
       const resource = AgentCardResourceSchema.parse(docs.find((d) => d.kind === 'AgentCard'));
       expect(resource.spec.card.supportedInterfaces.length).toBeGreaterThan(0);

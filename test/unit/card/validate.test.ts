@@ -219,7 +219,7 @@ describe('validateSpec', () => {
       },
     });
     expect(errors(r).map((p) => `${p.path}: ${p.message}`)).toEqual([
-      'spec.probe.credentials[1].url: not the url of an interface in card.supportedInterfaces',
+      'spec.probe.credentials[1].url: not the url of an interface of card.supportedInterfaces or of an audience',
       'spec.signing.keys[1].kid: duplicate kid "k1"',
     ]);
   });
@@ -227,5 +227,44 @@ describe('validateSpec', () => {
   it('rejects a missing card', () => {
     expect(paths(validateSpec({}))).toEqual(['spec.card']);
     expect(errors(validateSpec(undefined)).length).toBe(1);
+  });
+});
+
+describe('nesting limit', () => {
+  /** `{"a":{"a":...}}` (or `[[...]]`) `depth` levels deep, built without recursion. */
+  function nested(depth: number, kind: 'object' | 'array'): unknown {
+    let value: unknown = {};
+    for (let i = 0; i < depth; i++) value = kind === 'object' ? { a: value } : [value];
+    return value;
+  }
+  const withParams = (params: unknown) => {
+    const card = customerSupportCard() as any;
+    card.capabilities = { ...card.capabilities, extensions: [{ uri: 'https://x.example/ext', params }] };
+    return card;
+  };
+
+  it('refuses params nested 1,500 and 100,000 levels deep with one problem, without overflowing', () => {
+    for (const depth of [1_500, 100_000]) {
+      for (const kind of ['object', 'array'] as const) {
+        const params = kind === 'object' ? nested(depth, kind) : { list: nested(depth, kind) };
+        const card = validateCard(withParams(params));
+        expect(card.card).toBeUndefined();
+        expect(card.problems).toHaveLength(1);
+        expect(card.problems[0]!.path).toMatch(/^capabilities\.extensions\[0\]\.params\./);
+        expect(card.problems[0]!.message).toMatch(/^nested more than 32 levels deep/);
+        const spec = validateSpec({ card: withParams(params) });
+        expect(spec.spec).toBeUndefined();
+        expect(spec.problems[0]!.path).toMatch(/^spec\.card\.capabilities\.extensions\[0\]\.params\./);
+      }
+    }
+  });
+
+  it('accepts free-form params up to the limit, and refuses one level more', () => {
+    // The card root is level 0; params sits at capabilities.extensions[0].params (level 4), so a
+    // value nested 27 more levels puts its innermost object at level 31: the last one allowed.
+    expect(errors(validateCard(withParams(nested(27, 'object'))))).toEqual([]);
+    expect(errors(validateCard(withParams(nested(28, 'object'))))).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/^nested more than 32 levels deep/) }),
+    ]);
   });
 });

@@ -28,6 +28,22 @@ describe('bad input', () => {
     );
   });
 
+  it('a card nested 100,000 levels deep: render and validate name the place, no stack overflow', async () => {
+    const depth = 100_000;
+    const text = `{"name":"Deep","description":"d","version":"1.0.0","capabilities":{"extensions":[{"uri":"https://x.example/e","params":${'{"a":'.repeat(depth)}{}${'}'.repeat(depth)}}]}}`;
+    for (const name of ['deep.json', 'deep.yaml']) {
+      const f = file(name, text);
+      for (const command of ['render', 'validate']) {
+        const r = await agentcard([command, '-f', f]);
+        expect(r.code, `${command} ${name}`).toBe(1);
+        expect(r.stdout + r.stderr).toMatch(
+          /capabilities\.extensions\[0\]\.params\.a\.a[.a]*: nested more than 32 levels deep/,
+        );
+        expect(r.stderr).not.toMatch(/Maximum call stack|\n\s+at /);
+      }
+    }
+  });
+
   it('malformed JSON names the problem (and position), without quoting the input', async () => {
     const f = file('bad.json', '{"name": "Recipe Agent", "description": }');
     const r = await agentcard(['render', '-f', f]);

@@ -25,7 +25,8 @@ describe('agentcard operator flags', () => {
       probeConcurrency: 64,
       probeDenyCidrs: [],
       probeStatusRefreshMs: 600_000,
-      webhook: { port: 9443, certMode: 'self-signed', sidecarMode: 'auto' },
+      // No sidecar image, no webhook: a bare local run starts.
+      webhook: { port: 0, certMode: 'self-signed', sidecarMode: 'auto' },
     });
     expect(f === 'help' ? undefined : f.leaderElectionNamespace).toBeUndefined();
   });
@@ -71,6 +72,15 @@ describe('agentcard operator flags', () => {
     expect(parseOperatorFlags(['--help'])).toBe('help');
   });
 
+  it('turns the webhook on (port 9443) when a sidecar image is given', () => {
+    expect(parseOperatorFlags(['--sidecar-image', 'registry.example/agentcard:1'], {})).toMatchObject({
+      webhook: { port: 9443, sidecarImage: 'registry.example/agentcard:1' },
+    });
+    expect(
+      parseOperatorFlags(['--sidecar-image', 'registry.example/agentcard:1', '--webhook-port', '0'], {}),
+    ).toMatchObject({ webhook: { port: 0 } });
+  });
+
   it('refuses bad values with a one-line usage error (exit 2)', () => {
     const cases: Array<[string[], RegExp]> = [
       [['--concurrency', '0'], /--concurrency must be an integer from 1 to 256, got "0"/],
@@ -81,6 +91,7 @@ describe('agentcard operator flags', () => {
       [['--probe-allow-cidr', 'cluster'], /--probe-allow-cidr: 'cluster' is not a CIDR/],
       [['--sidecar-mode', 'magic'], /--sidecar-mode must be one of auto, native, container/],
       [['--webhook-cert-mode', 'cert-manager'], /needs --webhook-cert-dir/],
+      [['--webhook-port', '9443'], /the admission webhook needs --sidecar-image/],
       [['--renew-deadline', '20s'], /--retry-period < --renew-deadline < --lease-duration/],
       [['--frobnicate'], /Unknown option '--frobnicate'/],
       [['extra'], /positional/i],

@@ -1,3 +1,5 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { configMapDataBytes, MAX_CONFIGMAP_DATA_BYTES } from '../../../operator/controller/configmap.ts';
 import { describe, expect, it } from 'vitest';
 import { generateSigningJwk } from '../../../operator/card/keygen.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
@@ -151,7 +153,8 @@ describe('planReconcile', () => {
     expect(String(cond(missing, 'Signed')!.message)).toMatch(
       /Secret "nope" not found in namespace agents; create it .* "jwk"/,
     );
-    expect(String(cond(missing, 'Signed')!.message)).toContain('agentcard.dev/signing-key=true');
+    expect(String(cond(missing, 'Signed')!.message)).toContain('the card is signed as soon as it exists');
+    expect(String(cond(missing, 'Signed')!.message)).not.toContain('label');
     expect(cond(missing, 'Published')).toMatchObject({ status: 'False', reason: 'NotPublished' });
     expect(missing.events.map((e) => `${e.type}/${e.reason}`)).toEqual(['Warning/SigningKeyNotFound']);
 
@@ -172,14 +175,59 @@ describe('planReconcile', () => {
     expect(JSON.stringify(plan)).not.toContain('c2VjcmV0LXZhbHVl');
   });
 
-  it('hints the watch label for unlabelled key Secrets', async () => {
+  it('an unlabelled key Secret signs like a labelled one; the message says nothing about labels', async () => {
     const plan = await planReconcile(
       input(resource(signed()), { key: await secretWith('k1', 'EdDSA', false) }),
     );
-    expect(cond(plan, 'Signed')).toMatchObject({ status: 'True' });
-    expect(String(cond(plan, 'Signed')!.message)).toContain(
-      'label Secret "key" with agentcard.dev/signing-key=true',
-    );
+    expect(cond(plan, 'Signed')).toMatchObject({ status: 'True', message: 'signed with k1 (EdDSA)' });
+  });
+
+  it('hostile key Secrets: garbage, a public key, a key of the wrong algorithm; the last good card stays', async () => {
+    const good = await planReconcile(input(resource(signed()), { key: await secretWith('k1') }));
+    const live = { metadata: good.configMap!.metadata, data: good.configMap!.data };
+    const publicJwk = { ...(await generateSigningJwk('ES256', 'k9')) } as Record<string, unknown>;
+    delete publicJwk.d;
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const cases: Array<[string, string, RegExp, Record<string, unknown>?]> = [
+      ['binary garbage', '\u0000\u00ff\u0013garbage', /neither a private JWK \(JSON\) nor a PEM private key/],
+      ['a public JWK', JSON.stringify(publicJwk), /the JWK is a public key; signing needs the private key/],
+      [
+        'a PEM public key',
+        publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+        /the PEM holds a public key or certificate/,
+      ],
+      [
+        'an ES256 key for RS256',
+        JSON.stringify(await generateSigningJwk('ES256', 'k8')),
+        /the JWK says alg ES256 but alg RS256 was asked for/,
+        { alg: 'RS256' },
+      ],
+      [
+        'an EC key without alg, for RS256',
+        JSON.stringify({ ...(await generateSigningJwk('ES256', 'k7')), alg: undefined }),
+        /alg RS256 needs an RSA key, but the key is EC P-256/,
+        { alg: 'RS256' },
+      ],
+    ];
+    for (const [what, material, why, ref] of cases) {
+      const spec = {
+        card: sampleCard(),
+        signing: { keys: [{ secretRef: { name: 'key', key: 'jwk' }, ...ref }] },
+      };
+      const plan = await planReconcile(
+        input(
+          resource(spec, 2, good.status),
+          { key: { data: { jwk: Buffer.from(material).toString('base64') }, labelled: false } },
+          { liveConfigMap: live },
+        ),
+      );
+      expect(cond(plan, 'Signed'), what).toMatchObject({ status: 'False', reason: 'SigningKeyInvalid' });
+      expect(String(cond(plan, 'Signed')!.message), what).toMatch(why);
+      expect(String(cond(plan, 'Signed')!.message), what).toContain('the last good card stays published');
+      expect(plan.configMap, what).toBeUndefined(); // the good ConfigMap is not touched
+      expect(cond(plan, 'Published'), what).toMatchObject({ status: 'True' });
+      expect(plan.status.card, what).toEqual(good.status.card);
+    }
   });
 
   it('an unsigned card: Signed=False SigningNotConfigured, Ready=True, empty JWKS', async () => {
@@ -206,6 +254,61 @@ describe('planReconcile', () => {
     expect(String(cond(plan, 'Published')!.message)).toContain('HTTP 500: etcd is down');
     expect(plan.status.card).toEqual(good.status.card);
     expect(plan.ready).toBe('False');
+  });
+
+  it('a write the API server refuses (422): PublishRejected, and the message says what is served', async () => {
+    const key = await secretWith('k1');
+    const first = await planReconcile(
+      input(resource(signed()), { key }, { publishError: 'HTTP 422: too long', publishRejected: true }),
+    );
+    expect(cond(first, 'Published')).toMatchObject({ status: 'False', reason: 'PublishRejected' });
+    expect(String(cond(first, 'Published')!.message)).toMatch(
+      /refused ConfigMap weather-agent-card: HTTP 422: too long; not retried until the AgentCard changes; nothing is published yet$/,
+    );
+    const good = await planReconcile(input(resource(signed()), { key }));
+    const live = { metadata: good.configMap!.metadata, data: good.configMap!.data };
+    const later2 = await planReconcile(
+      input(
+        resource(signed(), 2, good.status),
+        { key },
+        { publishError: 'HTTP 500: x', liveConfigMap: live },
+      ),
+    );
+    expect(String(cond(later2, 'Published')!.message)).toMatch(
+      /retrying with backoff; the last good card stays published$/,
+    );
+  });
+
+  it('the published size is checked before any write, on the whole data map, at the exact boundary', async () => {
+    const spec = { card: sampleCard() }; // unsigned: the same bytes on every run
+    const fits = await planReconcile(input(resource(spec), {}));
+    const size = configMapDataBytes(fits.configMap!.data);
+    const atLimit = await planReconcile(input(resource(spec), {}, { maxConfigMapBytes: size }));
+    expect(atLimit.configMap).toBeDefined();
+    expect(cond(atLimit, 'Published')).toMatchObject({ status: 'True' });
+
+    const over = await planReconcile(input(resource(spec), {}, { maxConfigMapBytes: size - 1 }));
+    expect(over.configMap).toBeUndefined();
+    expect(cond(over, 'Published')).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
+    expect(String(cond(over, 'Published')!.message)).toMatch(
+      new RegExp(
+        `would take ${size} bytes .*over the ConfigMap limit of ${size - 1} bytes.*; nothing is published yet$`,
+      ),
+    );
+    expect(over.status.card).toBeUndefined();
+    expect(over.ready).toBe('False');
+    expect(over.events.map((e) => `${e.type}/${e.reason}`)).toContain('Warning/CardTooLarge');
+
+    // A published card, then an edit that no longer fits: the old card stays, and says so.
+    const live = { metadata: fits.configMap!.metadata, data: fits.configMap!.data };
+    const big = { card: { ...sampleCard('2.0.0'), description: 'x'.repeat(MAX_CONFIGMAP_DATA_BYTES / 2) } };
+    const grown = await planReconcile(input(resource(big, 2, fits.status), {}, { liveConfigMap: live }));
+    expect(grown.configMap).toBeUndefined();
+    expect(cond(grown, 'Published')).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
+    expect(String(cond(grown, 'Published')!.message)).toMatch(
+      /agent-card\.json \d+, agent\.json \d+.*over the ConfigMap limit of 1048576 bytes.*; the last good card stays published$/,
+    );
+    expect(grown.status.card).toEqual(fits.status.card);
   });
 
   it('refuses a name whose ConfigMap name would be too long', async () => {

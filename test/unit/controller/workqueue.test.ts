@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WorkQueue } from '../../../operator/controller/workqueue.ts';
 import { Backoff, backoffDelay } from '../../../operator/kube/backoff.ts';
+import { ManualClock, settle } from '../../support/clock.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -91,72 +92,88 @@ describe('WorkQueue', () => {
     expect(maxRunning).toBe(3);
   });
 
-  it('retries a failing key with growing per-key backoff and forgets it on success', async () => {
+  it('retries a failing key with growing per-key backoff and forgets it on success (manual clock)', async () => {
+    const clock = new ManualClock();
+    const t0 = clock.now();
     const times: number[] = [];
     const errors: number[] = [];
     const q = new WorkQueue(
       async () => {
-        times.push(Date.now());
+        times.push(clock.now() - t0);
         if (times.length <= 3) throw new Error('boom');
       },
       {
         concurrency: 1,
-        backoff: { baseMs: 20, maxMs: 1_000 },
+        backoff: { baseMs: 1_000, maxMs: 60_000 },
         onError: (_k, _e, delay) => errors.push(delay),
+        clock,
       },
     );
     q.add('ns/a');
-    for (let i = 0; i < 100 && times.length < 4; i++) await sleep(10);
-    expect(times).toHaveLength(4);
-    expect(errors).toEqual([20, 40, 80]);
-    // The gaps follow the delays (timers never fire early).
-    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(19);
-    expect(times[3]! - times[2]!).toBeGreaterThanOrEqual(79);
+    await settle();
+    expect(times).toEqual([0]);
+    await clock.advance(999); // nothing before the first delay is up
+    expect(times).toEqual([0]);
+    await clock.advance(1);
+    expect(times).toEqual([0, 1_000]);
+    await clock.advance(2_000 + 4_000);
+    expect(times).toEqual([0, 1_000, 3_000, 7_000]);
+    expect(errors).toEqual([1_000, 2_000, 4_000]);
     expect(q.retries('ns/a')).toBe(0);
+    await clock.advance(600_000); // success: no more runs, ever
+    expect(times).toHaveLength(4);
+    expect(clock.pending).toBe(0);
   });
 
   it('caps the backoff', async () => {
+    const clock = new ManualClock();
     const delays: number[] = [];
     const q = new WorkQueue(
       async () => {
         throw new Error('always');
       },
-      { concurrency: 1, backoff: { baseMs: 1, maxMs: 4 }, onError: (_k, _e, d) => delays.push(d) },
+      { concurrency: 1, backoff: { baseMs: 1, maxMs: 4 }, onError: (_k, _e, d) => delays.push(d), clock },
     );
     q.add('ns/a');
-    for (let i = 0; i < 100 && delays.length < 6; i++) await sleep(5);
+    for (let i = 0; i < 6; i++) await clock.advance(4);
     await q.shutdown();
     expect(delays.slice(0, 6)).toEqual([1, 2, 4, 4, 4, 4]);
+    expect(clock.pending).toBe(0); // shutdown cancelled the pending retry
   });
 
   it('honours requeueAfterMs from a successful run', async () => {
+    const clock = new ManualClock();
     let runs = 0;
     const q = new WorkQueue(
       async () => {
         runs++;
-        return runs === 1 ? { requeueAfterMs: 15 } : undefined;
+        return runs === 1 ? { requeueAfterMs: 15_000 } : undefined;
       },
-      { concurrency: 1 },
+      { concurrency: 1, clock },
     );
     q.add('ns/a');
     await q.idle();
     expect(runs).toBe(1);
-    for (let i = 0; i < 50 && runs < 2; i++) await sleep(5);
+    await clock.advance(14_999);
+    expect(runs).toBe(1);
+    await clock.advance(1);
     expect(runs).toBe(2);
   });
 
   it('an immediate run cancels a pending delayed add of the same key', async () => {
+    const clock = new ManualClock();
     let runs = 0;
     const q = new WorkQueue(
       async () => {
         runs++;
       },
-      { concurrency: 1 },
+      { concurrency: 1, clock },
     );
-    q.addAfter('ns/a', 30);
+    q.addAfter('ns/a', 30_000);
     q.add('ns/a');
     await q.idle();
-    await sleep(60);
+    expect(clock.pending).toBe(0);
+    await clock.advance(60_000);
     expect(runs).toBe(1);
   });
 
@@ -174,18 +191,24 @@ describe('WorkQueue', () => {
   });
 
   it('resyncs every listed key periodically', async () => {
+    const clock = new ManualClock();
     const seen = new Map<string, number>();
     const q = new WorkQueue(
       async (key) => {
         seen.set(key, (seen.get(key) ?? 0) + 1);
       },
-      { concurrency: 2 },
+      { concurrency: 2, clock },
     );
-    q.startResync(10, () => ['ns/a', 'ns/b']);
-    for (let i = 0; i < 100 && (seen.get('ns/b') ?? 0) < 3; i++) await sleep(5);
+    q.startResync(600_000, () => ['ns/a', 'ns/b']);
+    await clock.advance(599_999);
+    expect(seen.size).toBe(0);
+    await clock.advance(1);
+    expect([seen.get('ns/a'), seen.get('ns/b')]).toEqual([1, 1]);
+    await clock.advance(2 * 600_000);
+    expect([seen.get('ns/a'), seen.get('ns/b')]).toEqual([3, 3]);
     await q.shutdown();
-    expect(seen.get('ns/a')).toBeGreaterThanOrEqual(3);
-    expect(seen.get('ns/b')).toBeGreaterThanOrEqual(3);
+    await clock.advance(600_000);
+    expect([seen.get('ns/a'), seen.get('ns/b')]).toEqual([3, 3]);
   });
 
   it('shutdown drops queued work, waits for work in flight, and takes no more', async () => {

@@ -1,5 +1,5 @@
 /**
- * The Argo CD health check for AgentCard that the README documents, run in a real Lua VM
+ * The Argo CD health check for AgentCard that docs/install.md documents, run in a real Lua VM
  * (fengari) the way Argo CD runs it: the script is a function body with a global `obj`
  * returning `{status, message}`.
  */
@@ -11,11 +11,11 @@ import { parse } from 'yaml';
 import { repoRoot } from '../../support/paths.ts';
 
 function healthScript(): string {
-  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const readme = readFileSync(join(repoRoot, 'docs/install.md'), 'utf8');
   const block = /<!-- argocd-health:start -->\s*```yaml\n([\s\S]*?)```\s*<!-- argocd-health:end -->/.exec(
     readme,
   );
-  if (!block) throw new Error('README.md has no argocd-health block');
+  if (!block) throw new Error('docs/install.md has no argocd-health block');
   const cm = parse(block[1]!) as { data: Record<string, string> };
   const script = cm.data['resource.customizations.health.agentcard.dev_AgentCard'];
   if (!script)
@@ -60,7 +60,7 @@ function card(generation: number, status?: { observedGeneration?: number; condit
 }
 const ok = (type: string): Condition => ({ type, status: 'True', reason: 'Ok', message: `${type} ok` });
 
-describe('Argo CD health check for AgentCard (README)', () => {
+describe('Argo CD health check for AgentCard (docs/install.md)', () => {
   it('is Progressing before the operator wrote any status', () => {
     expect(health(card(1))).toEqual({
       status: 'Progressing',

@@ -195,6 +195,10 @@ describe('default values', async () => {
     expect(flag(c.args, 'webhook-secret')).toBe(`${fullname}-webhook-tls`);
     expect(flag(c.args, 'sidecar-image')).toBe((c as Container & { image: string }).image);
     expect(flag(c.args, 'sidecar-mode')).toBe('auto');
+    // The lean nginx mode is the default, with an image pinned by digest.
+    expect(flag(c.args, 'sidecar-server')).toBe('nginx');
+    expect(flag(c.args, 'sidecar-nginx-image')).toMatch(/^nginxinc\/nginx-unprivileged@sha256:[0-9a-f]{64}$/);
+    expect(flag(c.args, 'trust-forwarded-host')).toBeUndefined();
     expect(svc.spec.ports[0]).toMatchObject({ port: 443, targetPort: 'webhook' });
     expect(svc.spec.selector).toEqual(deploy.spec.selector.matchLabels);
   });
@@ -564,6 +568,8 @@ describe('values.schema.json', () => {
     ['an unknown certificate mode', { webhook: { certificate: { mode: 'vault' } } }, /mode/],
     ['a namespace that is not a DNS label', { watchNamespaces: ['Team_A'] }, /watchNamespaces/],
     ['a bad duration', { operator: { resync: 'ten minutes' } }, /resync/],
+    ['an nginx image not pinned by digest', { sidecar: { nginx: { image: 'nginx:latest' } } }, /image/],
+    ['an unknown sidecar server', { sidecar: { server: 'caddy' } }, /server/],
   ];
   for (const [what, values, names] of rejects) {
     it(`rejects ${what}`, async () => {

@@ -24,6 +24,9 @@ const combos: Record<string, Record<string, unknown>> = {
     probes: { allowCidrs: ['10.0.0.0/8'], concurrency: 16 },
     sidecar: { mode: 'native' },
   },
+  'the Node sidecar, trusting X-Forwarded-Host': {
+    sidecar: { server: 'node', trustForwardedHost: true },
+  },
   'probe deny-list, lastProbeTime never refreshed': {
     probes: { denyCidrs: ['100.64.0.0/10'], statusRefresh: '0' },
   },
@@ -48,6 +51,14 @@ describe('the chart passes flags agentcard operator accepts', () => {
         expect(parsed.probeStatusRefreshMs).toBe(
           probes?.statusRefresh === '0' ? Number.POSITIVE_INFINITY : 600_000,
         );
+      }
+      const sidecar = values.sidecar as { server?: string; trustForwardedHost?: boolean } | undefined;
+      if (parsed.webhook.port !== 0) {
+        expect(parsed.webhook.sidecarServer).toBe(sidecar?.server ?? 'nginx');
+        expect(parsed.webhook.trustForwardedHost ?? false).toBe(sidecar?.trustForwardedHost ?? false);
+        if (parsed.webhook.sidecarServer === 'nginx') {
+          expect(parsed.webhook.nginxImage).toMatch(/^nginxinc\/nginx-unprivileged@sha256:[0-9a-f]{64}$/);
+        }
       }
       expect(parsed.webhook.port).toBe(
         (values.webhook as { enabled?: boolean } | undefined)?.enabled === false ? 0 : 9443,

@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { decide, microTime, nextRecord, releasedRecord, sameRecord } from '../../../operator/kube/leader.ts';
+import {
+  decide,
+  DEFAULT_TIMING,
+  LeaderElector,
+  microTime,
+  nextRecord,
+  RELEASE_TIMEOUT_MS,
+  releasedRecord,
+  sameRecord,
+  type LeaseRecord,
+  type LeaseStore,
+} from '../../../operator/kube/leader.ts';
+import { createLogger } from '../../../operator/log.ts';
+import { ManualClock, settle } from '../../support/clock.ts';
 
 describe('lease decisions', () => {
   const held = {
@@ -53,5 +66,152 @@ describe('lease decisions', () => {
 
   it('formats MicroTime with six fractional digits', () => {
     expect(microTime(new Date('2030-01-02T03:04:05.678Z'))).toBe('2030-01-02T03:04:05.678000Z');
+  });
+});
+
+/**
+ * An in-memory Lease with the API server's optimistic concurrency, and a switch that makes every
+ * call hang (as over a connection that stops forwarding without closing) until its signal aborts.
+ */
+class MemoryLease implements LeaseStore {
+  record: LeaseRecord | undefined;
+  version = 0;
+  hang = false;
+  calls = 0;
+  aborted = 0;
+
+  private answer<T>(signal: AbortSignal | undefined, value: () => T): Promise<T> {
+    this.calls++;
+    if (!this.hang) return Promise.resolve().then(value);
+    return new Promise((_, reject) => {
+      signal?.addEventListener('abort', () => {
+        this.aborted++;
+        reject(signal.reason as Error);
+      });
+    });
+  }
+
+  read(signal?: AbortSignal) {
+    return this.answer(signal, () =>
+      this.record ? { record: { ...this.record }, resourceVersion: String(this.version) } : undefined,
+    );
+  }
+  create(record: LeaseRecord, signal?: AbortSignal) {
+    return this.answer(signal, () => {
+      if (this.record) throw Object.assign(new Error('exists'), { statusCode: 409 });
+      this.record = { ...record };
+      return { resourceVersion: String(++this.version) };
+    });
+  }
+  write(record: LeaseRecord, resourceVersion: string, signal?: AbortSignal) {
+    return this.answer(signal, () => {
+      if (resourceVersion !== String(this.version)) {
+        throw Object.assign(new Error('conflict'), { statusCode: 409 });
+      }
+      this.record = { ...record };
+      return { resourceVersion: String(++this.version) };
+    });
+  }
+}
+
+describe('LeaderElector on a manual clock', () => {
+  const quiet = createLogger({}, { write: () => {} });
+
+  it('a leader whose Lease calls hang stops at renewedAt + renewDeadline, before a standby can take over', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryLease();
+    const leader = new LeaderElector(store, 'a', quiet, DEFAULT_TIMING, clock);
+    const standby = new LeaderElector(store, 'b', quiet, DEFAULT_TIMING, clock);
+    const stop = new AbortController();
+    expect(await leader.acquire(stop.signal)).toBe(true);
+    const renewedAt = clock.now();
+    let result: { lost: boolean } | undefined;
+    void leader.holdUntilLost(stop.signal).then((r) => (result = r));
+
+    // Renewals every retry period keep it; the standby waits.
+    const standbyWon = standby.acquire(stop.signal);
+    await clock.advance(DEFAULT_TIMING.retryPeriodMs * 3);
+    expect(result).toBeUndefined();
+    expect(leader.isLeader).toBe(true);
+    expect(standby.isLeader).toBe(false);
+
+    // The connection hangs right after a renewal: every call from now on waits forever.
+    const lastRenew = clock.now();
+    store.hang = true;
+    await clock.advance(DEFAULT_TIMING.renewDeadlineMs - 1);
+    expect(result).toBeUndefined(); // nothing happened before the deadline
+    expect(leader.isLeader).toBe(true);
+    await clock.advance(1);
+    expect(result).toEqual({ lost: true });
+    const lostAt = clock.now();
+    expect(leader.isLeader).toBe(false);
+    expect(clock.now() - lastRenew).toBe(DEFAULT_TIMING.renewDeadlineMs);
+    expect(store.aborted).toBeGreaterThan(0); // the hung call was cut, not left behind
+    expect(clock.now()).toBeGreaterThan(renewedAt);
+
+    // The standby counts the lease duration from when it first saw the last record it read, so
+    // it takes over only after the old leader stopped.
+    store.hang = false;
+    let standbyAt: number | undefined;
+    void standbyWon.then(() => (standbyAt = clock.now()));
+    while (standbyAt === undefined && clock.now() - lastRenew < 60_000) await clock.advance(100);
+    expect(standbyAt).toBeGreaterThan(lostAt);
+    expect(standby.isLeader).toBe(true);
+    stop.abort();
+  });
+
+  it('an acquire round that hangs is cut at the renew deadline and never counts', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryLease();
+    store.hang = true;
+    const elector = new LeaderElector(store, 'a', quiet, DEFAULT_TIMING, clock);
+    let won: boolean | undefined;
+    void elector.tryAcquireOrRenew().then((r) => (won = r));
+    await clock.advance(DEFAULT_TIMING.renewDeadlineMs - 1);
+    expect(won).toBeUndefined();
+    await clock.advance(1);
+    expect(won).toBe(false);
+    expect(store.aborted).toBe(1);
+  });
+
+  it('SIGTERM while a renewal hangs ends the hold (not lost) by the renew deadline; release gives up after its timeout', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryLease();
+    const elector = new LeaderElector(store, 'a', quiet, DEFAULT_TIMING, clock);
+    const stop = new AbortController();
+    expect(await elector.acquire(stop.signal)).toBe(true);
+    let held: { lost: boolean } | undefined;
+    void elector.holdUntilLost(stop.signal).then((r) => (held = r));
+    store.hang = true;
+    await clock.advance(DEFAULT_TIMING.retryPeriodMs + 10); // a renewal is hanging now
+    // The renewal in flight is not cut by the shutdown (its answer keeps the resourceVersion the
+    // release needs), only by the renew deadline; then the hold ends, not lost.
+    stop.abort();
+    await settle();
+    expect(held).toBeUndefined();
+    await clock.advance(DEFAULT_TIMING.renewDeadlineMs - DEFAULT_TIMING.retryPeriodMs - 10);
+    expect(held).toEqual({ lost: false });
+    let released = false;
+    void elector.release().then(() => (released = true));
+    await clock.advance(RELEASE_TIMEOUT_MS - 1);
+    expect(released).toBe(false);
+    await clock.advance(1);
+    expect(released).toBe(true);
+    expect(elector.isLeader).toBe(false);
+  });
+
+  it('a renewal that sees another holder loses at once', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryLease();
+    const elector = new LeaderElector(store, 'a', quiet, DEFAULT_TIMING, clock);
+    const stop = new AbortController();
+    expect(await elector.acquire(stop.signal)).toBe(true);
+    let held: { lost: boolean } | undefined;
+    void elector.holdUntilLost(stop.signal).then((r) => (held = r));
+    store.record = { ...store.record, holderIdentity: 'intruder', renewTime: 'x' };
+    store.version++;
+    await clock.advance(DEFAULT_TIMING.retryPeriodMs);
+    expect(held).toEqual({ lost: true });
+    stop.abort();
   });
 });

@@ -166,6 +166,32 @@ describe('agentcard probe -f', () => {
   });
 });
 
+describe('agentcard probe and spec.audiences', () => {
+  it('probes every distinct interface across the audiences, skipping probe: Disabled ones', () => {
+    const { jobs } = jobsFromManifest(
+      manifest(
+        [{ url: 'http://a.ns.svc/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        `  audiences:
+    - name: mesh
+      hosts: [a.mesh]
+    - name: partner
+      hosts: [a.partner.example]
+      baseURL: https://partner.example.com/a
+    - name: public
+      hosts: [a.example.com]
+      baseURL: https://a.example.com
+      probe: Disabled
+`,
+      ),
+      'm.yaml',
+    );
+    expect(jobs[0]!.targets).toEqual([
+      { url: 'http://a.ns.svc/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: 'https://partner.example.com/a/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ]);
+  });
+});
+
 describe('usage errors exit 2 with one line', () => {
   it.each([
     [[], /nothing to probe/],

@@ -11,6 +11,16 @@ import type { ProbeTarget } from '../../../operator/probe/types.ts';
 import { type A2APeers, startA2APeers } from '../../support/a2a-peers.ts';
 import * as impostors from '../../support/impostors.ts';
 import type { Impostor } from '../../support/impostors.ts';
+import { createTestCa, selfSignedCert } from '../../support/tls-certs.ts';
+
+/** Resolves once `done` holds (checked on every turn of the event loop; no fixed sleep). */
+async function waitUntil(done: () => boolean, limitMs = 5_000): Promise<void> {
+  const until = performance.now() + limitMs;
+  while (!done()) {
+    if (performance.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
 const opts = { timeoutMs: 3000, policy };
@@ -128,9 +138,7 @@ describe('impostors', () => {
       expect(took).toBeLessThan(2500);
     }
     // The probe hangs up: no connection is left open on the silent servers.
-    await new Promise((r) => setTimeout(r, 100));
-    expect(tcp.closedConnections).toBe(tcp.hits);
-    expect(h2.closedConnections).toBe(h2.hits);
+    await waitUntil(() => tcp.closedConnections === tcp.hits && h2.closedConnections === h2.hits);
   });
 
   it('an endless body is cut at the 64 KiB cap and the connection closed', async () => {
@@ -141,10 +149,60 @@ describe('impostors', () => {
     );
     expect(result).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
     expect(result.message).toMatch(/64 KiB cap/);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(server.closedConnections).toBe(1);
+    await waitUntil(() => server.closedConnections === 1);
     // What was sent before the hang-up is bounded by the cap plus socket buffers, not endless.
     expect(server.bytesSent).toBeLessThan(16 * 1024 * 1024);
+  });
+
+  it('headers trickled a byte at a time never complete: Timeout at the deadline, connection closed', async () => {
+    const server = await start(impostors.trickleHeaders());
+    const began = performance.now();
+    const result = await probeInterface(
+      { url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { ...opts, timeoutMs: 1_000 },
+    );
+    const took = performance.now() - began;
+    expect(result).toMatchObject({ reachable: false, reason: 'Timeout' });
+    expect(took).toBeLessThan(3_000); // the probe's deadline, not the trickle, decides
+    await waitUntil(() => server.closedConnections === server.hits);
+  });
+
+  it('a compressed bomb is not inflated: the probe reads at most its cap of compressed bytes', async () => {
+    const server = await start(impostors.compressedBomb());
+    const heapBefore = process.memoryUsage().arrayBuffers;
+    const result = await probeInterface(
+      { url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      opts,
+    );
+    // The gzip bytes are not a JSON-RPC answer; nothing near 1 GiB was ever held.
+    expect(result).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
+    expect(process.memoryUsage().arrayBuffers - heapBefore).toBeLessThan(64 * 1024 * 1024);
+    await waitUntil(() => server.closedConnections === server.hits);
+  });
+
+  it('an HTTP/0.9 answer (a body without a status line) is not HTTP/1.1', async () => {
+    const server = await start(impostors.http09());
+    for (const protocolBinding of ['JSONRPC', 'HTTP+JSON']) {
+      const result = await probeInterface({ url: server.url, protocolBinding, protocolVersion: '1.0' }, opts);
+      expect(result, protocolBinding).toMatchObject({ reachable: false, reason: 'BindingMismatch' });
+      expect(result.message, protocolBinding).toMatch(/not HTTP\/1\.1 \(HPE_/);
+    }
+  });
+
+  it('a self-signed certificate is refused as an unknown authority, even next to a trusted CA', async () => {
+    const ca = await createTestCa();
+    const server = await start(impostors.selfSignedTls(await selfSignedCert({ ips: ['127.0.0.1'] })));
+    for (const extra of [{}, { ca: ca.cert }]) {
+      const result = await probeInterface(
+        { url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        { ...opts, ...extra },
+      );
+      expect(result).toMatchObject({ reachable: false, reason: 'TLSError' });
+      expect(result.message).toMatch(
+        /unknown authority \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)\)/,
+      );
+    }
+    expect(server.hits).toBe(0); // no request went over the untrusted connection
   });
 
   it('a name resolving to 169.254.169.254 is Blocked before any connection', async () => {

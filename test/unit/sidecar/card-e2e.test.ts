@@ -19,8 +19,8 @@ import { serializeCard } from '../../../operator/card/serialize.ts';
 import { importSigningKey, publicJwks, signCard } from '../../../operator/card/sign.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import { kubeletWrite, tempDir } from '../../support/card-files.ts';
-import { spawnSidecar } from './spawn.ts';
-import type { Running } from './spawn.ts';
+import { spawnSidecar } from '../../support/sidecar-process.ts';
+import type { Running } from '../../support/sidecar-process.ts';
 
 const EXAMPLE = join(import.meta.dirname, '../../../examples/agentcard-signed.yaml');
 

@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { Pool, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cardFiles, kubeletWrite, tempDir } from '../../support/card-files.ts';
-import { BIN, spawnSidecar } from './spawn.ts';
-import type { Running } from './spawn.ts';
+import { cardFiles, cardJson, kubeletWrite, tempDir } from '../../support/card-files.ts';
+import { BIN, spawnSidecar } from '../../support/sidecar-process.ts';
+import type { Running } from '../../support/sidecar-process.ts';
 
 const CARD_PATH = '/.well-known/agent-card.json';
 
@@ -150,10 +150,46 @@ describe('agentcard sidecar flags', () => {
       "sidecar: --max-age must be an integer from 0 to 86400, got '90000'",
     ],
     [['--dir', '.', '--bogus'], 'sidecar: Unknown option'],
+    [
+      ['--dir', '.', '--max-header-size', '512'],
+      "sidecar: --max-header-size must be an integer from 1024 to 1048576, got '512'",
+    ],
+    [
+      ['--dir', '.', '--keep-alive', '0'],
+      "sidecar: --keep-alive must be an integer from 1 to 86400, got '0'",
+    ],
   ])('%j is a usage error with one line on stderr', (args, message) => {
     const r = runCli(...args);
     expect(r.status).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain(message);
+  });
+});
+
+describe('AGENTCARD_TRUST_FORWARDED_HOST', () => {
+  it('switches on the trust in X-Forwarded-Host, and a bad value is a usage error', async () => {
+    const dir = await tempDir();
+    await kubeletWrite(dir, {
+      ...cardFiles('1'),
+      'host.api.example.com.agent-card.json': cardJson('1', 'api'),
+    });
+    const bad = spawnSync(process.execPath, [BIN, 'sidecar', '--dir', dir], {
+      encoding: 'utf8',
+      timeout: 15_000,
+      env: { ...process.env, AGENTCARD_TRUST_FORWARDED_HOST: 'yes' },
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("AGENTCARD_TRUST_FORWARDED_HOST must be true or false, got 'yes'");
+    const s = await spawnSidecar(dir, [], { AGENTCARD_TRUST_FORWARDED_HOST: 'true' });
+    try {
+      const res = await fetchText(`http://127.0.0.1:${s.port}${CARD_PATH}`, {
+        'x-forwarded-host': 'api.example.com',
+      });
+      expect(JSON.parse(res.body)).toMatchObject({ name: 'api' });
+    } finally {
+      s.child.kill('SIGTERM');
+      await s.exited;
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -129,4 +129,31 @@ describe('prepareVersion', () => {
     const r = prepareVersion(fileSet({ 'agent-card.json': cardJson() }), { defaultMaxAgeSeconds: 300 });
     expect(r.ok && [...r.version.documents.keys()]).toEqual(['/.well-known/agent-card.json']);
   });
+
+  it('prepares per-audience variants and refuses a version with a broken one, naming its file', () => {
+    const files = {
+      ...cardFiles('1'),
+      'host.api.example.com.agent-card.json': cardJson('1', 'api'),
+      'wildcard.example.com.agent.json': JSON.stringify({ name: 'legacy', url: 'https://x' }),
+      'host.api.example.com.jwks.json': '{}', // not a variant file: ignored
+    };
+    const r = prepareVersion(fileSet(files), { defaultMaxAgeSeconds: 300 });
+    if (!r.ok) throw new Error(r.problem);
+    expect([...r.version.variants.keys()]).toEqual([
+      'host.api.example.com.agent-card.json',
+      'wildcard.example.com.agent.json',
+    ]);
+    const variant = r.version.variants.get('host.api.example.com.agent-card.json')!;
+    expect(variant.answers.get.route).toBe('/.well-known/agent-card.json');
+    expect(variant.etag).not.toBe(r.version.documents.get('/.well-known/agent-card.json')!.etag);
+    const broken = prepareVersion(
+      fileSet({ ...files, 'host.api.example.com.agent-card.json': '{"name":"x"}' }),
+      {
+        defaultMaxAgeSeconds: 300,
+      },
+    );
+    expect(!broken.ok && broken.problem).toBe(
+      "host.api.example.com.agent-card.json: 'description' must be a string",
+    );
+  });
 });

@@ -28,7 +28,11 @@ function pod(annotations?: Record<string, string>, spec: Partial<V1Pod['spec']> 
 function apply(p: V1Pod, ops: JsonPatchOp[]): V1Pod {
   const out = structuredClone(p) as unknown as Record<string, unknown>;
   for (const op of ops) {
-    const parts = op.path.split('/').slice(1);
+    // RFC 6901 section 4: `~1` is `/` and `~0` is `~` in a reference token.
+    const parts = op.path
+      .split('/')
+      .slice(1)
+      .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
     const last = parts.pop()!;
     let target = out as Record<string, unknown> | unknown[];
     for (const part of parts) target = (target as Record<string, unknown>)[part] as Record<string, unknown>;
@@ -177,6 +181,101 @@ describe('review', () => {
     });
     expect(parseReview({ kind: 'AdmissionReview', apiVersion: 'admission.k8s.io/v1', request: {} })).toEqual({
       error: 'request.uid is missing',
+    });
+  });
+});
+
+describe('decide, nginx server', () => {
+  const nginxCfg = cfg({
+    server: 'nginx',
+    nginxImage: 'nginxinc/nginx-unprivileged@sha256:' + 'f'.repeat(64),
+  });
+
+  it('injects nginx with its configuration as an annotation projected by a downwardAPI volume', () => {
+    const p = pod({ [INJECT_ANNOTATION]: 'weather' }, { volumes: [{ name: 'data', emptyDir: {} }] });
+    const d = decide(p, 'team-a', nginxCfg);
+    if (!d.inject) throw new Error(d.reason);
+    const patched = apply(p, d.patch);
+    const [sidecar] = sidecarsOf(patched);
+    expect(sidecar!.image).toBe(nginxCfg.nginxImage);
+    expect(sidecar!.command).toEqual(['nginx']);
+    expect(sidecar!.args).toEqual([
+      '-c',
+      '/etc/agentcard-nginx/nginx.conf',
+      '-e',
+      'stderr',
+      '-g',
+      'daemon off;',
+    ]);
+    expect(sidecar!.restartPolicy).toBe('Always');
+    expect(sidecar!.ports).toEqual([{ name: 'agent-card', containerPort: 8095, protocol: 'TCP' }]);
+    const conf = patched.metadata!.annotations!['agentcard.dev/nginx-conf']!;
+    expect(conf).toContain('root /etc/agentcard;');
+    expect(conf).toContain('listen 8095;');
+    expect(conf).toContain('pid /tmp/nginx.pid;');
+    expect(conf).toContain('js_import agentcard from /etc/agentcard-nginx/agentcard.js;');
+    expect(patched.metadata!.annotations!['agentcard.dev/nginx-js']).toContain("'/cache-max-age-seconds'");
+    expect(patched.metadata!.annotations![INJECT_ANNOTATION]).toBe('weather');
+    const volumes = patched.spec!.volumes!;
+    expect(volumes.map((v) => v.name)).toEqual([
+      'data',
+      CARD_VOLUME,
+      'agentcard-nginx-conf',
+      'agentcard-nginx-tmp',
+    ]);
+    expect(volumes[2]!.downwardAPI!.items![0]).toEqual({
+      path: 'nginx.conf',
+      fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-conf']" },
+    });
+    expect(volumes[2]!.downwardAPI!.items![1]).toEqual({
+      path: 'agentcard.js',
+      fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-js']" },
+    });
+    expect(sidecar!.volumeMounts!.map((m) => [m.mountPath, m.readOnly ?? false])).toEqual([
+      ['/etc/agentcard', true],
+      ['/etc/agentcard-nginx', true],
+      ['/tmp', false],
+    ]);
+  });
+
+  it('runs nginx under the restricted Pod Security Standard', () => {
+    const d = decide(pod({ [INJECT_ANNOTATION]: 'weather' }), 'team-a', nginxCfg);
+    if (!d.inject) throw new Error(d.reason);
+    const [sidecar] = sidecarsOf(apply(pod({ [INJECT_ANNOTATION]: 'weather' }), d.patch));
+    expect(sidecar!.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 101,
+      runAsGroup: 101,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+  });
+
+  it('passes trust in X-Forwarded-Host to either server', () => {
+    const nginx = decide(pod({ [INJECT_ANNOTATION]: 'w' }), 'team-a', {
+      ...nginxCfg,
+      trustForwardedHost: true,
+    });
+    if (!nginx.inject) throw new Error(nginx.reason);
+    const conf = nginx.patch.find((op) => op.path.startsWith('/metadata/annotations/'))!.value as string;
+    expect(conf).toContain('map $http_x_forwarded_host $agentcard_raw_host');
+    const node = decide(pod({ [INJECT_ANNOTATION]: 'w' }), 'team-a', cfg({ trustForwardedHost: true }));
+    if (!node.inject) throw new Error(node.reason);
+    expect((node.patch[0]!.value as V1Container[])[0]!.args).toContain('--trust-forwarded-host');
+  });
+
+  it('refuses a Pod that already has a volume of one of its names', () => {
+    const d = decide(
+      pod({ [INJECT_ANNOTATION]: 'weather' }, { volumes: [{ name: 'agentcard-nginx-tmp', emptyDir: {} }] }),
+      'team-a',
+      nginxCfg,
+    );
+    expect(d).toMatchObject({
+      inject: false,
+      warn: true,
+      reason: expect.stringContaining('agentcard-nginx-tmp'),
     });
   });
 });

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the tests break Pods on purpose */
 /** The webhook's HTTPS server on loopback, with certificates from a directory (cert-manager mode). */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { X509Certificate } from 'node:crypto';
@@ -12,7 +13,14 @@ import { createLogger } from '../../../operator/log.ts';
 import { renewBundle } from '../../../operator/webhook/certs.ts';
 import type { CertBundle } from '../../../operator/webhook/certs.ts';
 import { KubeClient } from '../../../operator/kube/client.ts';
-import { MUTATE_PATH, startWebhook } from '../../../operator/webhook/server.ts';
+import {
+  MUTATE_PATH,
+  startWebhook,
+  WEBHOOK_LIMITS,
+  type WebhookLimits,
+} from '../../../operator/webhook/server.ts';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -36,7 +44,7 @@ function unusedClient(): KubeClient {
   return new KubeClient(kc);
 }
 
-async function start() {
+async function start(limits: Partial<WebhookLimits> = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'agentcard-webhook-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   const { bundle } = await renewBundle({}, ['127.0.0.1'], new Date());
@@ -56,6 +64,7 @@ async function start() {
     sidecarMode: 'native',
     logger: createLogger({}, { write: () => {} }),
     registry,
+    limits,
   });
   cleanups.push(() => webhook.close());
   const agent = new Agent({ connect: { ca: bundle.caCert } });
@@ -153,6 +162,141 @@ describe('webhook server', () => {
     const get = await request(base + MUTATE_PATH, { dispatcher: agent });
     expect(get.statusCode).toBe(405);
     await get.body.dump();
+  });
+
+  it('answers type-confused Pods with 400 naming the field, never 500', async () => {
+    const { base, agent } = await start();
+    const confused: Array<[string, (pod: Record<string, any>) => void, RegExp]> = [
+      [
+        'annotation object',
+        (p) => (p.metadata.annotations = { 'agentcard.dev/inject': { x: 1 } }),
+        /annotations\["agentcard\.dev\/inject"\] is not a string/,
+      ],
+      ['annotations list', (p) => (p.metadata.annotations = ['a']), /metadata\.annotations is not a map/],
+      [
+        'initContainers object',
+        (p) => (p.spec.initContainers = { name: 'x' }),
+        /spec\.initContainers is not a list/,
+      ],
+      [
+        'containers of strings',
+        (p) => (p.spec.containers = ['agent']),
+        /spec\.containers\[0\] is not an object/,
+      ],
+      [
+        'ports object',
+        (p) => (p.spec.containers[0].ports = { containerPort: 8095 }),
+        /containers\[0\]\.ports is not a list/,
+      ],
+      [
+        'volume configMap string',
+        (p) => (p.spec.volumes = [{ name: 'v', configMap: 'x' }]),
+        /volumes\[0\]\.configMap is not an object/,
+      ],
+      ['metadata string', (p) => (p.metadata = 'x'), /metadata is not an object/],
+      ['spec list', (p) => (p.spec = []), /spec is not an object/],
+    ];
+    for (const [what, mutate, why] of confused) {
+      const review = admissionReview({ 'agentcard.dev/inject': 'weather' });
+      mutate(review.request.object as Record<string, any>);
+      const res = await request(base + MUTATE_PATH, {
+        method: 'POST',
+        dispatcher: agent,
+        body: JSON.stringify(review),
+      });
+      expect(res.statusCode, what).toBe(400);
+      expect(await res.body.text(), what).toMatch(why);
+    }
+  });
+
+  it('refuses a declared body over the limit unread (413)', async () => {
+    const { base, agent } = await start();
+    const res = await request(base + MUTATE_PATH, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { 'content-length': String(WEBHOOK_LIMITS.maxBodyBytes + 1) },
+      body: Buffer.alloc(WEBHOOK_LIMITS.maxBodyBytes + 1, 0x20),
+    }).catch((err: unknown) => err as Error);
+    // The server answers 413 and closes; the client may see the answer or the closed socket.
+    if ('statusCode' in res) expect(res.statusCode).toBe(413);
+    else expect(String(res)).toMatch(/closed|reset|EPIPE|other side/i);
+  });
+
+  it('a flood of stalled connections: the excess is answered 429, the rest closed, and the buffers are freed', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    // Long enough for all 40 to be sending at once on a loaded machine (the client and the
+    // server encrypt 80 MiB in this one process), short enough for a quick test.
+    const limits = {
+      maxConcurrentReviews: 32,
+      idleTimeoutMs: 4_000,
+      headersTimeoutMs: 4_000,
+      requestTimeoutMs: 10_000,
+      checkIntervalMs: 200,
+    };
+    const { webhook, bundle, base, agent, registry } = await start(limits);
+    const flood = 40;
+    const declared = WEBHOOK_LIMITS.maxBodyBytes - 1024;
+    const payload = Buffer.alloc(declared - 1, 0x20); // one byte short: the sender then stalls
+    gc();
+    const baseline = process.memoryUsage();
+    let peak = baseline.arrayBuffers;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 10);
+
+    const outcomes = await Promise.all(
+      Array.from(
+        { length: flood },
+        () =>
+          new Promise<'throttled' | 'closed-by-server'>((resolve, reject) => {
+            let answer = '';
+            const socket = connect({ host: '127.0.0.1', port: webhook.port, ca: bundle.caCert }, () => {
+              socket.write(
+                `POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+              );
+              socket.write(payload);
+            });
+            socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+            socket.on('error', () => {});
+            socket.on('close', () => {
+              if (answer.startsWith('HTTP/1.1 429')) resolve('throttled');
+              else if (answer === '' || answer.startsWith('HTTP/1.1 408')) resolve('closed-by-server');
+              else reject(new Error(`unexpected answer: ${answer.slice(0, 80)}`));
+            });
+          }),
+      ),
+    );
+    clearInterval(sampler);
+    expect(outcomes.filter((o) => o === 'throttled')).toHaveLength(flood - limits.maxConcurrentReviews);
+    expect(outcomes.filter((o) => o === 'closed-by-server')).toHaveLength(limits.maxConcurrentReviews);
+    expect(await registry.getSingleMetricAsString('agentcard_webhook_reviews_total')).toContain(
+      `agentcard_webhook_reviews_total{result="throttled"} ${flood - limits.maxConcurrentReviews}`,
+    );
+
+    // Freed ArrayBuffers are released by a later collection than the one that finds them dead.
+    for (let i = 0; i < 3; i++) {
+      gc();
+      await new Promise((r) => setImmediate(r));
+    }
+    const after = process.memoryUsage();
+    const mib = (n: number) => Math.round((n / 1024 / 1024) * 10) / 10;
+    console.info(
+      `webhook flood of ${flood} stalled ${mib(declared)} MiB bodies: array buffers ${mib(baseline.arrayBuffers)} -> peak ${mib(peak)} -> ${mib(after.arrayBuffers)} MiB after close; RSS ${mib(baseline.rss)} -> ${mib(after.rss)} MiB`,
+    );
+    // Generous bounds: at most the concurrent cap's worth of bodies was ever held, and nothing
+    // of it is retained once the connections are gone.
+    expect(peak - baseline.arrayBuffers).toBeLessThan(
+      limits.maxConcurrentReviews * WEBHOOK_LIMITS.maxBodyBytes + 16 * 2 ** 20,
+    );
+    expect(after.arrayBuffers - baseline.arrayBuffers).toBeLessThan(8 * 2 ** 20);
+
+    // Still serving.
+    const res = await request(base + MUTATE_PATH, {
+      method: 'POST',
+      dispatcher: agent,
+      body: JSON.stringify(admissionReview()),
+    });
+    expect(res.statusCode).toBe(200);
+    await res.body.dump();
   });
 
   it('serves a rotated certificate from the directory without a restart', async () => {

@@ -3,9 +3,9 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { SIDECAR_NODE_OPTIONS } from '../../../operator/sidecar/runtime.ts';
+import { SIDECAR_NODE_OPTIONS } from '../../operator/sidecar/runtime.ts';
 
-export const BIN = join(import.meta.dirname, '../../../bin/agentcard.js');
+export const BIN = join(import.meta.dirname, '../../bin/agentcard.js');
 
 export interface Running {
   child: ChildProcess;
@@ -15,11 +15,30 @@ export interface Running {
   exited: Promise<number | null>;
 }
 
-export async function spawnSidecar(dir: string): Promise<Running> {
+export async function spawnSidecar(
+  dir: string,
+  extraArgs: string[] = [],
+  extraEnv: Record<string, string> = {},
+): Promise<Running> {
   const child = spawn(
     process.execPath,
-    [BIN, 'sidecar', '--dir', dir, '--port', '0', '--metrics-port', '0', '--address', '127.0.0.1'],
-    { env: { ...process.env, NODE_OPTIONS: SIDECAR_NODE_OPTIONS }, stdio: ['ignore', 'ignore', 'pipe'] },
+    [
+      BIN,
+      'sidecar',
+      '--dir',
+      dir,
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--address',
+      '127.0.0.1',
+      ...extraArgs,
+    ],
+    {
+      env: { ...process.env, NODE_OPTIONS: SIDECAR_NODE_OPTIONS, ...extraEnv },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
   );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const logs: Record<string, unknown>[] = [];

@@ -1,0 +1,70 @@
+/** What discovery reports: one entry per card, per catalog and per failure. The JSON output is this. */
+import type { Problem } from '../card/problem.ts';
+import type { ProbeReason } from '../probe/types.ts';
+import type { SignatureReport } from './check.ts';
+
+export interface InterfaceReport {
+  url: string;
+  protocolBinding: string;
+  protocolVersion: string;
+  tenant?: string;
+  /** Present with --probe. */
+  probe?: { reachable: boolean; reason: ProbeReason; message: string; latencyMs: number };
+}
+
+export interface SkillSummary {
+  id: string;
+  name: string;
+  description?: string;
+  tags: string[];
+}
+
+export interface CardReport {
+  /** The card's URL, or `<catalog URL>#entries[i]` for a card inline in a catalog. */
+  source: string;
+  /** The catalogs that led to it, outermost first. */
+  via: string[];
+  /** The catalog entry that listed it. */
+  entry?: { identifier: string; displayName?: string; description?: string; tags?: string[] };
+  name?: string;
+  version?: string;
+  description?: string;
+  skills: SkillSummary[];
+  interfaces: InterfaceReport[];
+  /** Validation problems (errors and warnings) from the card engine. */
+  problems: Problem[];
+  signature: SignatureReport;
+  /** Valid, verified, and (with --probe) every interface it could check reachable. */
+  ok: boolean;
+  cache?: 'fresh' | 'revalidated';
+}
+
+export interface CatalogReport {
+  url: string;
+  via: string[];
+  host?: string;
+  /** Entries by kind: A2A cards, nested catalogs, other artifact types (not followed). */
+  entries: { cards: number; catalogs: number; other: number };
+  /** Present when the catalog carries a `signature`. */
+  signature?: SignatureReport;
+  cache?: 'fresh' | 'revalidated';
+}
+
+export interface ErrorReport {
+  url: string;
+  via: string[];
+  /** Stable code: blocked, redirect, too-large, timeout, not-json, loop, depth, limit, ... */
+  code: string;
+  message: string;
+}
+
+export interface DiscoverReport {
+  cards: CardReport[];
+  catalogs: CatalogReport[];
+  errors: ErrorReport[];
+  /** Cards left out by --skill, --tag or --text. */
+  filteredOut: number;
+  /** Everything listed verified (exit code 0). */
+  ok: boolean;
+  stats: { requests: number; bytes: number; durationMs: number };
+}

@@ -1,0 +1,35 @@
+/**
+ * Time as a dependency. Where timing is logic (the leader's renew deadline, backoff, requeues),
+ * the code asks a Clock instead of Date.now and the global timers, so a unit test can drive it
+ * with a manual clock and prove both "this happened at exactly T" and "nothing happened before
+ * T" without sleeping.
+ */
+import { setTimeout as sleepFor } from 'node:timers/promises';
+
+export interface Clock {
+  /** Milliseconds on a monotonic-enough scale (only differences are used). */
+  now(): number;
+  /** Resolves after `ms`, or as soon as `signal` aborts (never rejects). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** A signal that aborts after `ms` with a TimeoutError. */
+  timeout(ms: number): AbortSignal;
+  /** Calls `fn` once after `ms` (never keeping the process alive); returns the cancel. */
+  setTimer(ms: number, fn: () => void): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => sleepFor(Math.max(0, ms), undefined, { signal }).catch(() => {}),
+  timeout: (ms) => AbortSignal.timeout(Math.max(0, ms)),
+  setTimer: (ms, fn) => {
+    const timer = setTimeout(fn, Math.max(0, ms));
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+/** A signal that aborts when `outer` aborts or when `ms` have passed on `clock`. */
+export function boundedSignal(clock: Clock, ms: number, outer?: AbortSignal): AbortSignal {
+  const deadline = clock.timeout(ms);
+  return outer ? AbortSignal.any([outer, deadline]) : deadline;
+}

@@ -1,0 +1,272 @@
+/**
+ * The nginx mode's configuration: a stock unprivileged nginx serves the mounted card ConfigMap
+ * with the same paths, headers, conditional requests, CORS, 405 and audience selection as the
+ * Node mode (server.ts), for a fraction of its memory.
+ *
+ * The text is a pure function of a few settings. The webhook writes it and the njs script into
+ * the Pod it injects (two Pod annotations, projected as files by a downwardAPI volume; see
+ * ../webhook/nginx-container.ts), so there is no per-namespace
+ * object to manage and nothing to reload: the text never depends on the card or its audiences.
+ * nginx reads the card files on every request (no open_file_cache), following the kubelet's
+ * `..data` symlinks, so a new version of the ConfigMap is served as soon as the kubelet has
+ * swapped it in, and an audience added or removed is a file that appears or disappears.
+ *
+ * Cache-Control's max-age comes from the `cache-max-age-seconds` file on every request, read by
+ * a few lines of njs (nginx's JavaScript module, shipped in the nginx images and in Debian as
+ * libnginx-mod-http-js): nginx alone can put a file in a body but not in a header.
+ *
+ * Known differences from the Node mode, by design of a file server (documented in the README):
+ * - ETag is nginx's (modification time and size), not a hash of the bytes; it changes with every
+ *   version the kubelet writes, unless a file keeps its size and is rewritten within a second.
+ * - The files are served as they are: the Node mode's checks (valid JSON, a v1.0 card) are left
+ *   to the controller, which validates every card before it publishes it.
+ * - X-Forwarded-Host (when trusted) must already be lowercase to select a variant.
+ * - No per-Pod metrics port.
+ */
+import { ALLOW } from './respond.ts';
+import { CORS_HEADERS, MAX_AGE_FILE, MAX_AGE_LIMIT } from './version.ts';
+
+export interface NginxConfigOptions {
+  /** The mounted card ConfigMap. */
+  cardDir: string;
+  /** The directory holding NGINX_SCRIPT_FILE (nginxScript()). */
+  confDir: string;
+  /** `listen` parameters, e.g. `8095` or `127.0.0.1:8095`. */
+  listen: string[];
+  /** A writable directory (an emptyDir in the Pod) for the pid file and nginx's temporary files. */
+  tmpDir: string;
+  /** max-age when the card directory has no valid `cache-max-age-seconds` file. */
+  maxAgeSeconds: number;
+  keepAliveSeconds: number;
+  maxHeaderBytes: number;
+  trustForwardedHost: boolean;
+}
+
+/** Where the injected nginx finds its configuration and writable directory. */
+export const NGINX_CONF_DIR = '/etc/agentcard-nginx';
+export const NGINX_CONF_FILE = 'nginx.conf';
+export const NGINX_SCRIPT_FILE = 'agentcard.js';
+/** Where the nginx images and Debian's libnginx-mod-http-js put the njs module. */
+export const NJS_MODULE = '/usr/lib/nginx/modules/ngx_http_js_module.so';
+export const NGINX_TMP_DIR = '/tmp';
+/** The unprivileged user of the nginxinc/nginx-unprivileged image. */
+export const NGINX_UID = 101;
+
+// RFC 1123 host name, the same rule as audience.ts (lowercase: nginx lowercases $host itself).
+const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+const DNS_NAME = `${LABEL}(?:\\.${LABEL})*`;
+
+/** nginx's configuration text for the nginx mode. */
+export function nginxConfig(o: NginxConfigOptions): string {
+  for (const [name, value] of [
+    ['cardDir', o.cardDir],
+    ['confDir', o.confDir],
+    ['tmpDir', o.tmpDir],
+  ] as const) {
+    if (!/^\/[A-Za-z0-9._/-]*$/.test(value))
+      throw new Error(`${name} must be an absolute path, got '${value}'`);
+  }
+  for (const l of o.listen) {
+    if (!/^[0-9a-fA-F.:[\]]*\d+$/.test(l)) throw new Error(`listen must be [ADDRESS:]PORT, got '${l}'`);
+  }
+  const cors = pairs(CORS_HEADERS);
+  const text = (status: number, body: string, extra = '') =>
+    `default_type "text/plain; charset=utf-8";
+      add_header Cache-Control "no-store" always;
+      add_header X-Content-Type-Options "nosniff" always;${extra}
+      return ${status} "${body}\\n";`;
+  // The host to select by: Host ($host: nginx lowercases it and strips the port), or with a
+  // trusted proxy the first X-Forwarded-Host. Anything that is not a DNS name maps to `~`,
+  // which no ConfigMap key can contain, so no file outside the set is ever named after a host.
+  const hostSource = o.trustForwardedHost
+    ? `map $http_x_forwarded_host $agentcard_raw_host {
+    ""                          $host;
+    "~^[ \\t]*(?<first>[^, \\t]+)" $first;
+  }`
+    : `map $host $agentcard_raw_host {
+    default $host;
+  }`;
+  return `# agentcard sidecar, nginx mode. Written by agentcard-operator (operator/sidecar/nginx.ts);
+# the same for every Pod and card: cards and audiences change as files, never as configuration.
+load_module ${NJS_MODULE};
+worker_processes 1;
+pid ${o.tmpDir}/nginx.pid;
+error_log stderr warn;
+
+events {
+  # Not a lockout: when connections run out, nginx closes idle keep-alive ones to make room.
+  worker_connections 1024;
+}
+
+http {
+  access_log off;
+  server_tokens off;
+  client_body_temp_path ${o.tmpDir}/client_body;
+  proxy_temp_path ${o.tmpDir}/proxy;
+  fastcgi_temp_path ${o.tmpDir}/fastcgi;
+  uwsgi_temp_path ${o.tmpDir}/uwsgi;
+  scgi_temp_path ${o.tmpDir}/scgi;
+
+  # The same limits as the Node mode (server.ts SIDECAR_DEFAULTS).
+  keepalive_timeout ${o.keepAliveSeconds}s ${o.keepAliveSeconds};
+  keepalive_requests 10000;
+  client_header_buffer_size 1k;
+  large_client_header_buffers 4 ${Math.ceil(o.maxHeaderBytes / 1024)}k;
+  client_header_timeout 30s;
+  reset_timedout_connection on;
+  # Every file is read as it is now: the kubelet swaps versions under the same names.
+  open_file_cache off;
+  etag on;
+  # RFC 9110 section 13.1.3: not modified when the file is not newer than the date given.
+  if_modified_since before;
+  merge_slashes off;
+  # Whole documents only, as the Node mode answers (a card is a few KB).
+  max_ranges 0;
+
+  js_import agentcard from ${o.confDir}/${NGINX_SCRIPT_FILE};
+  js_set $agentcard_cache_control agentcard.cacheControl;
+
+  ${hostSource}
+  map $agentcard_raw_host $agentcard_host {
+    "~^(?<name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$" $name;
+    default "~";
+  }
+  # *.<suffix> matches exactly one more leading label.
+  map $agentcard_host $agentcard_suffix {
+    "~^[^.]+\\.(?<suffix>.+)$" $suffix;
+    default "~";
+  }
+  # Requests are routed by the raw request target, as the Node mode does: nginx's normalized URI
+  # would also answer /.well-known/./agent-card.json, //.well-known/... or %2e-encoded dots.
+  map $request_uri $agentcard_route {
+    "~^/\\.well-known/agent-card\\.json(?:\\?.*)?$" agent-card;
+    "~^/\\.well-known/agent\\.json(?:\\?.*)?$"      agent;
+    "~^/\\.well-known/jwks\\.json(?:\\?.*)?$"       jwks;
+    "~^/(?:healthz)?(?:\\?.*)?$"                    health;
+    default                                         other;
+  }
+  # A CORS preflight (Fetch standard, "CORS protocol") has both an Origin and a requested method.
+  map "$http_origin|$http_access_control_request_method" $agentcard_preflight {
+    "~^.+\\|.+$" preflight;
+    default     options;
+  }
+
+  server {
+    listen ${o.listen.join(';\n    listen ')};
+    root ${o.cardDir};
+    default_type application/json;
+    charset off;
+
+    error_page 404 @not_found;
+    error_page 405 @not_allowed;
+    error_page 503 @not_loaded;
+
+    location / {
+      rewrite ^ /.agentcard/$agentcard_route last;
+    }
+
+    location = /.agentcard/agent-card {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+${documentHeaders(cors)}
+      try_files /host.$agentcard_host.agent-card.json /wildcard.$agentcard_suffix.agent-card.json /agent-card.json @absent;
+    }
+    location = /.agentcard/agent {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+${documentHeaders(cors)}
+      try_files /host.$agentcard_host.agent.json /wildcard.$agentcard_suffix.agent.json /agent.json @absent;
+    }
+    location = /.agentcard/jwks {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+${documentHeaders(cors)}
+      try_files /jwks.json @absent;
+    }
+    # 200 whatever the card's state, for load balancers' default health checks.
+    location = /.agentcard/health {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-options last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+      ${text(200, 'ok')}
+    }
+    location = /.agentcard/other {
+      internal;
+      return 404;
+    }
+    location = /.agentcard/options-options {
+      internal;
+      add_header Allow "${ALLOW}" always;
+      add_header X-Content-Type-Options "nosniff" always;
+      return 204;
+    }
+    location = /.agentcard/options-preflight {
+      internal;
+${cors.map(([k, v]) => `      add_header ${k} "${v}" always;`).join('\n')}
+      add_header Access-Control-Allow-Methods "${ALLOW}" always;
+      add_header Access-Control-Allow-Headers "*" always;
+      add_header Access-Control-Max-Age "86400" always;
+      add_header X-Content-Type-Options "nosniff" always;
+      return 204;
+    }
+    # A missing document: 404 when a card is published, 503 until then (the volume is empty).
+    location @absent {
+      if (-f $document_root/agent-card.json) { return 404; }
+      return 503;
+    }
+    location @not_found {
+      ${text(404, 'not found')}
+    }
+    location @not_allowed {
+      ${text(405, 'method not allowed', `\n      add_header Allow "${ALLOW}" always;`)}
+    }
+    location @not_loaded {
+      ${text(503, 'no card loaded yet', '\n      add_header Retry-After "5" always;')}
+    }
+  }
+}
+`;
+}
+
+/**
+ * The njs module (njs 0.7 and later, plain ES5 so every engine version runs it): Cache-Control
+ * from the card directory's `cache-max-age-seconds`, with the same bounds as the Node mode
+ * (version.ts); the configured default when the file is absent or not a valid number.
+ */
+export function nginxScript(o: { maxAgeSeconds: number }): string {
+  return `// agentcard sidecar, nginx mode: written by agentcard-operator (operator/sidecar/nginx.ts).
+var fs = require('fs');
+
+function cacheControl(r) {
+  var seconds = ${o.maxAgeSeconds};
+  try {
+    var text = fs.readFileSync(r.variables.document_root + '/${MAX_AGE_FILE}').toString().trim();
+    if (/^[0-9]{1,6}$/.test(text) && Number(text) <= ${MAX_AGE_LIMIT}) seconds = Number(text);
+  } catch (e) {
+    // no file (or not readable): the default
+  }
+  return 'public, max-age=' + seconds;
+}
+
+export default { cacheControl: cacheControl };
+`;
+}
+
+function documentHeaders(cors: [string, string][]): string {
+  return [
+    `add_header Cache-Control $agentcard_cache_control;`,
+    ...cors.map(([k, v]) => `add_header ${k} "${v}";`),
+    `add_header X-Content-Type-Options "nosniff" always;`,
+  ]
+    .map((line) => `      ${line}`)
+    .join('\n');
+}
+
+function pairs(flat: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
+  return out;
+}

@@ -1,0 +1,3 @@
+module agentcard.dev/test/go-client
+
+go 1.24

@@ -1,0 +1,39 @@
+// Global setup of both vitest projects: the Debian packages that the tests run as real
+// components (nginx with njs for the sidecar's nginx mode, HAProxy as a reverse proxy in front of
+// the sidecar). They are installed here when missing, so that `npm ci && npm test` is the whole
+// set-up on a fresh Debian or Ubuntu machine, as the Go-built control plane is; elsewhere the
+// tests stop with the one command to run.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+/** What each package provides, checked by a file it installs. */
+export const SYSTEM_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> = [
+  { pkg: 'nginx-light', provides: '/usr/sbin/nginx' },
+  { pkg: 'libnginx-mod-http-js', provides: '/usr/lib/nginx/modules/ngx_http_js_module.so' },
+  { pkg: 'haproxy', provides: '/usr/sbin/haproxy' },
+];
+
+const log = (line: string) => process.stderr.write(`[system packages] ${line}\n`);
+
+export function missingPackages(): string[] {
+  return SYSTEM_PACKAGES.filter((p) => !existsSync(p.provides)).map((p) => p.pkg);
+}
+
+export default function setup(): void {
+  const missing = missingPackages();
+  if (missing.length === 0) return;
+  const command = `apt-get install -y --no-install-recommends ${missing.join(' ')}`;
+  const root = process.getuid?.() === 0;
+  if (!root || !existsSync('/usr/bin/apt-get')) {
+    throw new Error(`the tests need these Debian packages: run \`sudo ${command}\``);
+  }
+  log(`installing ${missing.join(', ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env,
+  });
+  const still = missingPackages();
+  if (still.length > 0) throw new Error(`installing ${still.join(', ')} failed: run \`${command}\``);
+}
