@@ -74,7 +74,8 @@ const RUNS = Number(values.runs);
 const STEADY_S = Number(values['steady-seconds']);
 const SPEC_CHANGES = Number(values['spec-changes']);
 /** Loopback addresses the peers listen on: the probes' per-host limit (4) applies per address. */
-const PEER_HOSTS = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7'];
+const PEER_PROCESSES = 6;
+const PEER_HOSTS = Array.from({ length: 24 }, (_, i) => `127.0.0.${i + 2}`);
 const PROBE_INTERVAL_S = 60;
 type PeerUrls = { jsonrpc: string; rest: string; grpc: string };
 
@@ -429,20 +430,30 @@ async function heapSnapshot(op: OperatorRun, dir: string): Promise<void> {
   log('no heap snapshot appeared');
 }
 
-/** Real A2A peers (HTTP for JSON-RPC and HTTP+JSON, h2c for gRPC), one process per address. */
+/**
+ * Real A2A peers (HTTP for JSON-RPC and HTTP+JSON, h2c for gRPC), one set per loopback address,
+ * the addresses shared out over PEER_PROCESSES processes. Enough addresses that the probes'
+ * per-host limit (4 in flight) is not what limits them: 24 x 4 is above the global 64.
+ */
 async function startPeers(children: ChildProcess[]): Promise<PeerUrls[]> {
   const self = fileURLToPath(import.meta.url);
-  return Promise.all(
-    PEER_HOSTS.map(
-      (address) =>
-        new Promise<PeerUrls>((resolvePeer, reject) => {
-          const child = fork(self, ['--peer', address], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const groups = Array.from({ length: PEER_PROCESSES }, (_, g) =>
+    PEER_HOSTS.filter((_, i) => i % PEER_PROCESSES === g),
+  );
+  const sets = await Promise.all(
+    groups.map(
+      (addresses) =>
+        new Promise<PeerUrls[]>((resolvePeers, reject) => {
+          const child = fork(self, ['--peer', addresses.join(',')], {
+            stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+          });
           children.push(child);
-          child.once('message', (m) => resolvePeer(m as PeerUrls));
+          child.once('message', (m) => resolvePeers(m as PeerUrls[]));
           child.once('exit', (code) => reject(new Error(`peer exited with ${code}`)));
         }),
     ),
   );
+  return sets.flat();
 }
 
 interface ProbePhase {
@@ -722,7 +733,7 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
         'from its start. API writes are counted by the API server (`apiserver_request_total`).' +
         (probes
           ? ` At ${probes.cards} cards the operator then runs again on the published cards with probes on: every ` +
-            `interface points at real @a2a-js/sdk peers (${PEER_HOSTS.length} processes on their own loopback ` +
+            `interface points at real @a2a-js/sdk peers (on ${PEER_HOSTS.length} loopback addresses in ${PEER_PROCESSES} processes, ` +
             `addresses), probed every ${PROBE_INTERVAL_S} s; after ${probes.warmupSeconds.toFixed(0)} s of first ` +
             `rounds, a steady window of ${probes.measuredSeconds.toFixed(0)} s is measured, then ${probes.specChange.n} ` +
             'spec changes one at a time (time from the patch to the new card in the ConfigMap, polled every 20 ms).'
@@ -768,10 +779,10 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
 }
 
 if (values.peer) {
-  // Child: serve one set of peers on one loopback address until the parent goes away.
+  // Child: serve one set of peers on each of the given loopback addresses until the parent goes.
   const { startA2APeers } = await import('../test/support/a2a-peers.ts');
-  const p = await startA2APeers({ listen: values.peer });
-  process.send!({ jsonrpc: p.jsonrpc, rest: p.rest, grpc: p.grpc } satisfies PeerUrls);
+  const sets = await Promise.all(values.peer.split(',').map((listen) => startA2APeers({ listen })));
+  process.send!(sets.map((p) => ({ jsonrpc: p.jsonrpc, rest: p.rest, grpc: p.grpc })) satisfies PeerUrls[]);
   process.on('disconnect', () => process.exit(0));
 } else {
   await main();
