@@ -733,8 +733,8 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
         'from its start. API writes are counted by the API server (`apiserver_request_total`).' +
         (probes
           ? ` At ${probes.cards} cards the operator then runs again on the published cards with probes on: every ` +
-            `interface points at real @a2a-js/sdk peers (on ${PEER_HOSTS.length} loopback addresses in ${PEER_PROCESSES} processes, ` +
-            `), probed every ${PROBE_INTERVAL_S} s; after ${probes.warmupSeconds.toFixed(0)} s of first ` +
+            `interface points at real @a2a-js/sdk peers (on ${PEER_HOSTS.length} loopback addresses in ` +
+            `${PEER_PROCESSES} processes), probed every ${PROBE_INTERVAL_S} s; after ${probes.warmupSeconds.toFixed(0)} s of first ` +
             `rounds, a steady window of ${probes.measuredSeconds.toFixed(0)} s is measured, then ${probes.specChange.n} ` +
             'spec changes one at a time (time from the patch to the new card in the ConfigMap, polled every 20 ms).'
           : ''),
