@@ -1,25 +1,33 @@
 /**
- * Controller scale benchmark: 1,000 AgentCards on the local control plane.
+ * Controller scale benchmark: AgentCards on the local control plane, at several sizes.
  *
- * Measures, for a real `agentcard operator` process (no leader election, no probes):
+ * For each size (default 1,000, 3,000 and 10,000 AgentCards, each with 3 interfaces: JSON-RPC,
+ * HTTP+JSON and gRPC), a real `agentcard operator` process (no leader election, no probes) is
+ * measured:
  * - time from the operator's start until every AgentCard is Ready (observed through a watch);
  * - API-server writes per card, counted by the API server itself (apiserver_request_total);
- * - the operator's peak RSS (VmHWM);
+ * - the operator's peak RSS (VmHWM) and CPU;
  * and, as the floor, the time a bare script takes to make the same writes (one ConfigMap apply,
  * one status apply per card by 4 workers, and the same Event per card through a background sender
- * with 2 writes in flight, as the operator does) for 1,000 other AgentCards.
- * Results go to the `## Controller scale` section of docs/BENCHMARKS.md.
+ * with 2 writes in flight, as the operator does) for as many other AgentCards.
  *
- * Run: `node bench/scale.bench.ts [--cards 1000] [--concurrency 4] [--runs 5]` (Node.js 24, e.g. through
- * npx); the machine is shared, so each figure is the median of several runs.
+ * At the largest size the operator is then started again on the published cards with probes on
+ * (every interface points at real @a2a-js/sdk peers on loopback addresses, probed every 60 s):
+ * peak RSS, CPU per core over the measured window, API writes during a steady window (goal 0),
+ * then the time from a spec change to the new card in the ConfigMap, one card at a time.
+ * Results go to the `## Controller scale` section of docs/BENCHMARKS.md, with docs/scale.svg.
+ *
+ * Run: `node bench/scale.bench.ts [--cards 1000,3000,10000] [--runs 1] [--steady-seconds 300]
+ * [--spec-changes 50] [--no-probes]` (Node.js 24, e.g. through npx).
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import {
   ApiextensionsV1Api,
   CoreV1Api,
@@ -27,6 +35,7 @@ import {
   KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
+  setHeaderOptions,
   loadAllYaml,
   makeInformer,
   type KubernetesListObject,
@@ -38,6 +47,8 @@ import { GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
 import { stagePackage } from '../build/bundle.ts';
 import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
+import { summarizeHeapSnapshot } from './heap-summary.ts';
+import { lineChartsSvg } from './plot.ts';
 import { table, writeSection } from './report.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -47,14 +58,26 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const { values } = parseArgs({
   options: {
-    cards: { type: 'string', default: '1000' },
+    cards: { type: 'string', default: '1000,3000,10000' },
     concurrency: { type: 'string', default: '4' },
-    runs: { type: 'string', default: '5' },
+    runs: { type: 'string', default: '1' },
+    'steady-seconds': { type: 'string', default: '300' },
+    'spec-changes': { type: 'string', default: '50' },
+    probes: { type: 'boolean', default: true },
+    peer: { type: 'string' },
+    'heap-snapshot': { type: 'string' },
   },
 });
-const N = Number(values.cards);
+const SIZES = values.cards.split(',').map(Number);
 const CONCURRENCY = Number(values.concurrency);
 const RUNS = Number(values.runs);
+const STEADY_S = Number(values['steady-seconds']);
+const SPEC_CHANGES = Number(values['spec-changes']);
+/** Loopback addresses the peers listen on: the probes' per-host limit (4) applies per address. */
+const PEER_PROCESSES = 6;
+const PEER_HOSTS = Array.from({ length: 24 }, (_, i) => `127.0.0.${i + 2}`);
+const PROBE_INTERVAL_S = 60;
+type PeerUrls = { jsonrpc: string; rest: string; grpc: string };
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
 async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
@@ -96,14 +119,31 @@ async function writeCounters(kc: KubeConfig): Promise<Record<string, number>> {
   return out;
 }
 
-function card(i: number) {
+/** Where card i's interfaces point: the peers in turn (example.com hosts when there are none). */
+let peers: PeerUrls[] = [];
+function interfaces(i: number) {
+  const p = peers[i % Math.max(peers.length, 1)];
+  return [
+    {
+      url: p?.jsonrpc ?? `https://agent-${i}.example.com/a2a`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+    },
+    {
+      url: p?.rest ?? `https://agent-${i}.example.com/rest`,
+      protocolBinding: 'HTTP+JSON',
+      protocolVersion: '1.0',
+    },
+    { url: p?.grpc ?? `https://agent-${i}.example.com:443`, protocolBinding: 'GRPC', protocolVersion: '1.0' },
+  ];
+}
+
+function card(i: number, version = '1.0.0') {
   return {
     name: `Agent ${i}`,
     description: 'Answers questions about the weather forecast for a city.',
-    version: '1.0.0',
-    supportedInterfaces: [
-      { url: `https://agent-${i}.example.com/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-    ],
+    version,
+    supportedInterfaces: interfaces(i),
     capabilities: { streaming: true },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
@@ -113,7 +153,7 @@ function card(i: number) {
   };
 }
 
-async function prepareNamespace(kc: KubeConfig, name: string): Promise<string[]> {
+async function prepareNamespace(kc: KubeConfig, name: string, n: number): Promise<string[]> {
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   await core.createNamespace({ body: { metadata: { name } } });
@@ -122,7 +162,7 @@ async function prepareNamespace(kc: KubeConfig, name: string): Promise<string[]>
     namespace: name,
     body: { metadata: { name: 'key', labels: { 'agentcard.dev/signing-key': 'true' } }, stringData: { jwk } },
   });
-  const names = Array.from({ length: N }, (_, i) => `card-${String(i).padStart(4, '0')}`);
+  const names = Array.from({ length: n }, (_, i) => `card-${String(i).padStart(5, '0')}`);
   await pool(names, 16, (n) =>
     custom.createNamespacedCustomObject({
       ...RESOURCE,
@@ -134,6 +174,7 @@ async function prepareNamespace(kc: KubeConfig, name: string): Promise<string[]>
         spec: {
           card: card(Number(n.slice(5))),
           signing: { keys: [{ secretRef: { name: 'key', key: 'jwk' } }] },
+          probe: { interval: `${PROBE_INTERVAL_S}s` },
         },
       },
     }),
@@ -143,7 +184,7 @@ async function prepareNamespace(kc: KubeConfig, name: string): Promise<string[]>
 
 /** Starts the operator; resolves when every AgentCard in `namespace` is Ready. */
 /** Watches `namespace` and resolves `all` once every AgentCard has been seen Ready. */
-async function watchReady(kc: KubeConfig, namespace: string) {
+async function watchReady(kc: KubeConfig, namespace: string, n: number) {
   const ready = new Set<string>();
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
@@ -158,7 +199,7 @@ async function watchReady(kc: KubeConfig, namespace: string) {
   const seen = (obj: Card) => {
     if (obj.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
       ready.add(obj.metadata!.name!);
-    if (ready.size === N) resolveAll();
+    if (ready.size === n) resolveAll();
   };
   informer.on('add', seen);
   informer.on('update', seen);
@@ -176,82 +217,122 @@ async function buildProduction(): Promise<void> {
   app = await stagePackage(join(work, 'app'), { 'scale-floor': 'bench/scale-floor.ts' });
 }
 
-async function runOperator(kc: KubeConfig, namespace: string) {
-  const watcher = await watchReady(kc, namespace);
-  const allReady = watcher.all;
+interface OperatorRun {
+  child: ChildProcess;
+  port: number;
+  started: number;
+  syncedAt: number;
+  rssAtSyncKiB: number;
+  exited: Promise<number | null>;
+  stderr: () => string;
+}
+
+/** Starts a real `agentcard operator` process watching `namespace`. */
+async function startOperator(namespace: string, probes: boolean, snapshotDir?: string): Promise<OperatorRun> {
   const started = performance.now();
   const child = spawn(
     process.execPath,
     [
       join(app, 'bin', 'agentcard.js'),
       'operator',
-      '--kubeconfig',
-      kubeconfigFile,
-      '--namespace',
-      namespace,
-      '--no-leader-elect',
-      '--no-probes',
-      '--webhook-port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--bind-address',
-      '127.0.0.1',
-      '--concurrency',
-      String(CONCURRENCY),
+      ...['--kubeconfig', kubeconfigFile, '--namespace', namespace, '--no-leader-elect'],
+      ...(probes ? ['--probe-allow-cidr', '127.0.0.0/8'] : ['--no-probes']),
+      ...['--webhook-port', '0', '--metrics-port', '0', '--bind-address', '127.0.0.1'],
+      ...['--concurrency', String(CONCURRENCY)],
     ],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info' },
+      cwd: snapshotDir ?? root,
+      env: {
+        ...process.env,
+        AGENTCARD_LOG_LEVEL: 'info',
+        // SIGUSR2 then writes a heap snapshot into the working directory (--heap-snapshot).
+        ...(snapshotDir
+          ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2` }
+          : {}),
+      },
     },
   );
   let stderr = '';
-  let port = 0;
-  let syncedAt = 0;
-  let rssAtSyncKiB = NaN;
+  const run: OperatorRun = {
+    child,
+    port: 0,
+    started,
+    syncedAt: 0,
+    rssAtSyncKiB: NaN,
+    exited: new Promise<number | null>((r) => child.once('exit', r)),
+    stderr: () => stderr,
+  };
   child.stderr!.on('data', (c: Buffer) => {
     stderr = (stderr + c.toString()).slice(-8000);
-    port ||= Number(/"metricsPort":(\d+)/.exec(stderr)?.[1] ?? 0);
-    if (!syncedAt && stderr.includes('"msg":"caches synced; reconciling"')) {
-      syncedAt = performance.now();
-      rssAtSyncKiB = Number(
+    run.port ||= Number(/"metricsPort":(\d+)/.exec(stderr)?.[1] ?? 0);
+    if (!run.syncedAt && stderr.includes('"msg":"caches synced; reconciling"')) {
+      run.syncedAt = performance.now();
+      run.rssAtSyncKiB = Number(
         /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN,
       );
     }
   });
-  const exited = new Promise<number | null>((r) => child.once('exit', r));
-  const timeout = setTimeout(() => child.kill('SIGKILL'), 20 * 60_000);
+  return run;
+}
+
+/** Peak RSS (MiB) and CPU seconds of a running process, from /proc. */
+function processUsage(pid: number): { peakMiB: number; rssMiB: number; cpuSeconds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return {
+    peakMiB: Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
+    rssMiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
+    cpuSeconds: (Number(stat[11]) + Number(stat[12])) / 100, // utime + stime, in clock ticks
+  };
+}
+
+/** The operator's metrics: a metric's value, summed over its label sets (NaN when absent). */
+async function operatorMetrics(run: OperatorRun): Promise<(name: string) => number> {
+  const text = run.port ? await (await fetch(`http://127.0.0.1:${run.port}/metrics`)).text() : '';
+  const sums = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const name = /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0];
+    if (name) sums.set(name, (sums.get(name) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return (name: string) => sums.get(name) ?? NaN;
+}
+
+async function stopOperator(run: OperatorRun): Promise<void> {
+  run.child.kill('SIGTERM');
+  await run.exited;
+}
+
+/** The operator from its start until every one of the `n` AgentCards is Ready. */
+async function runOperator(kc: KubeConfig, namespace: string, n: number) {
+  const watcher = await watchReady(kc, namespace, n);
+  const op = await startOperator(namespace, false);
+  const timeout = setTimeout(() => op.child.kill('SIGKILL'), 30 * 60_000);
   await Promise.race([
-    allReady,
-    exited.then(() => Promise.reject(new Error(`operator exited early: ${stderr}`))),
+    watcher.all,
+    op.exited.then(() => Promise.reject(new Error(`operator exited early: ${op.stderr()}`))),
   ]);
-  const seconds = (performance.now() - started) / 1000;
+  const seconds = (performance.now() - op.started) / 1000;
   await sleep(3_000); // let anything still to come arrive before counting and measuring
-  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-  const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-  const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const cpuSeconds = (Number(stat[11]) + Number(stat[12])) / 100; // utime + stime, in clock ticks
-  const metrics = port ? await (await fetch(`http://127.0.0.1:${port}/metrics`)).text() : '';
-  const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  const usage = processUsage(op.child.pid!);
+  const metric = await operatorMetrics(op);
   const reconcileMs =
     (metric('agentcard_reconcile_duration_seconds_sum') /
       metric('agentcard_reconcile_duration_seconds_count')) *
     1000;
-  const heapMiB = metric('nodejs_heap_size_used_bytes') / 2 ** 20;
-  const reconciles = metric('agentcard_reconcile_duration_seconds_count');
   await watcher.stop();
-  child.kill('SIGTERM');
-  await exited;
+  await stopOperator(op);
   clearTimeout(timeout);
   return {
     seconds,
-    startupSeconds: (syncedAt - started) / 1000,
-    peakMiB: peakKiB / 1024,
-    rssAtSyncMiB: rssAtSyncKiB / 1024,
-    cpuSeconds,
+    startupSeconds: (op.syncedAt - op.started) / 1000,
+    peakMiB: usage.peakMiB,
+    rssAtSyncMiB: op.rssAtSyncKiB / 1024,
+    cpuSeconds: usage.cpuSeconds,
     reconcileMs,
-    reconciles,
-    heapMiB,
+    reconciles: metric('agentcard_reconcile_duration_seconds_count'),
+    heapMiB: metric('nodejs_heap_size_used_bytes') / 2 ** 20,
   };
 }
 
@@ -260,10 +341,10 @@ async function runOperator(kc: KubeConfig, namespace: string) {
  * parallelism, as its own process bundled like the operator, timed like the operator: from its
  * start until a watch has seen every AgentCard Ready.
  */
-async function bareWrites(kc: KubeConfig, namespace: string, data: Record<string, string>) {
+async function bareWrites(kc: KubeConfig, namespace: string, n: number, data: Record<string, string>) {
   const dataFile = join(work, `floor-data-${namespace}.json`);
   writeFileSync(dataFile, JSON.stringify(data));
-  const watcher = await watchReady(kc, namespace);
+  const watcher = await watchReady(kc, namespace, n);
   const started = performance.now();
   const child = spawn(
     process.execPath,
@@ -288,44 +369,199 @@ async function bareWrites(kc: KubeConfig, namespace: string, data: Record<string
 }
 
 interface RunResult {
+  cards: number;
   op: Awaited<ReturnType<typeof runOperator>>;
   floorSeconds: number;
   perCard: Record<string, number>;
+  /** The namespace the operator reconciled (kept for the probes phase of the last run). */
+  namespace: string;
 }
 
-/** One run: N AgentCards reconciled by the operator, then the floor on N others. */
-async function oneRun(kc: KubeConfig, run: number, namespaces: string[]): Promise<RunResult> {
+/** One run: n AgentCards reconciled by the operator, then the floor on n others. */
+async function oneRun(kc: KubeConfig, n: number, run: number, namespaces: string[]): Promise<RunResult> {
   const suffix = randomBytes(3).toString('hex');
   const nsOperator = `bench-scale-${suffix}`;
   const nsFloor = `bench-floor-${suffix}`;
   namespaces.push(nsOperator, nsFloor);
-  log(`run ${run}: creating ${N} AgentCards in ${nsOperator}`);
-  const names = await prepareNamespace(kc, nsOperator);
+  log(`${n} cards, run ${run}: creating ${n} AgentCards in ${nsOperator}`);
+  const names = await prepareNamespace(kc, nsOperator, n);
   const before = await writeCounters(kc);
-  log(`run ${run}: starting the operator (concurrency ${CONCURRENCY})`);
-  const op = await runOperator(kc, nsOperator);
+  log(`${n} cards, run ${run}: starting the operator (concurrency ${CONCURRENCY})`);
+  const op = await runOperator(kc, nsOperator, n);
   const after = await writeCounters(kc);
-  const perCard = Object.fromEntries(Object.keys(after).map((k) => [k, (after[k]! - before[k]!) / N]));
+  const perCard = Object.fromEntries(Object.keys(after).map((k) => [k, (after[k]! - before[k]!) / n]));
   log(
-    `run ${run}: all Ready in ${op.seconds.toFixed(1)} s (caches synced after ${op.startupSeconds.toFixed(1)} s, ` +
+    `${n} cards, run ${run}: all Ready in ${op.seconds.toFixed(1)} s (caches synced after ${op.startupSeconds.toFixed(1)} s, ` +
       `RSS then ${op.rssAtSyncMiB.toFixed(0)} MiB), peak RSS ${op.peakMiB.toFixed(0)} MiB, heap ${op.heapMiB.toFixed(0)} MiB, ` +
       `CPU ${op.cpuSeconds.toFixed(1)} s, mean reconcile ${op.reconcileMs.toFixed(1)} ms over ${op.reconciles} reconciles`,
   );
-  log(`run ${run}: floor, creating ${N} AgentCards in ${nsFloor}`);
+  log(`${n} cards, run ${run}: floor, creating ${n} AgentCards in ${nsFloor}`);
   const core = kc.makeApiClient(CoreV1Api);
   const template = (
     await core.readNamespacedConfigMap({ namespace: nsOperator, name: `${names[0]}-agent-card` })
   ).data!;
-  await prepareNamespace(kc, nsFloor);
-  const floorSeconds = await bareWrites(kc, nsFloor, template);
+  await prepareNamespace(kc, nsFloor, n);
+  const floorSeconds = await bareWrites(kc, nsFloor, n, template);
   log(
-    `run ${run}: floor, the same writes in ${floorSeconds.toFixed(1)} s (ratio ${(op.seconds / floorSeconds).toFixed(2)}x)`,
+    `${n} cards, run ${run}: floor, the same writes in ${floorSeconds.toFixed(1)} s (ratio ${(op.seconds / floorSeconds).toFixed(2)}x)`,
   );
-  return { op, floorSeconds, perCard };
+  return { cards: n, op, floorSeconds, perCard, namespace: nsOperator };
 }
 
-/** What the numbers mean; kept next to the code that produces them. */
-const NOTES = `What the operator does to stay close to the floor (see the README, "API client"):
+/** Writes the operator's heap snapshot into `dir` and logs where its memory goes. */
+async function heapSnapshot(op: OperatorRun, dir: string): Promise<void> {
+  const before = new Set(readdirSync(dir));
+  op.child.kill('SIGUSR2');
+  for (let i = 0; i < 600; i++) {
+    await sleep(1_000);
+    const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    if (!file) continue;
+    // Written in one go, but it takes a while: wait until its size stops changing.
+    for (let last = -1, size = statSync(join(dir, file)).size; size !== last;) {
+      await sleep(2_000);
+      [last, size] = [size, statSync(join(dir, file)).size];
+    }
+    const { total, rows } = summarizeHeapSnapshot(join(dir, file));
+    log(`heap snapshot ${join(dir, file)}: ${(total / 2 ** 20).toFixed(1)} MiB in objects; largest:`);
+    for (const r of rows.slice(0, 20))
+      log(`  ${(r.selfBytes / 2 ** 20).toFixed(2).padStart(7)} MiB ${String(r.count).padStart(8)} ${r.name}`);
+    return;
+  }
+  log('no heap snapshot appeared');
+}
+
+/**
+ * Real A2A peers (HTTP for JSON-RPC and HTTP+JSON, h2c for gRPC), one set per loopback address,
+ * the addresses shared out over PEER_PROCESSES processes. Enough addresses that the probes'
+ * per-host limit (4 in flight) is not what limits them: 24 x 4 is above the global 64.
+ */
+async function startPeers(children: ChildProcess[]): Promise<PeerUrls[]> {
+  const self = fileURLToPath(import.meta.url);
+  const groups = Array.from({ length: PEER_PROCESSES }, (_, g) =>
+    PEER_HOSTS.filter((_, i) => i % PEER_PROCESSES === g),
+  );
+  const sets = await Promise.all(
+    groups.map(
+      (addresses) =>
+        new Promise<PeerUrls[]>((resolvePeers, reject) => {
+          const child = fork(self, ['--peer', addresses.join(',')], {
+            stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+          });
+          children.push(child);
+          child.once('message', (m) => resolvePeers(m as PeerUrls[]));
+          child.once('exit', (code) => reject(new Error(`peer exited with ${code}`)));
+        }),
+    ),
+  );
+  return sets.flat();
+}
+
+interface ProbePhase {
+  cards: number;
+  interfaces: number;
+  warmupSeconds: number;
+  measuredSeconds: number;
+  cpuCores: number;
+  peakMiB: number;
+  rssMiB: number;
+  heapMiB: number;
+  probesPerSecond: number;
+  steadyWrites: Record<string, number>;
+  specChange: { n: number; p50: number; p99: number; max: number };
+}
+
+/**
+ * The operator on `namespace`'s published cards with probes on: first probe rounds (warm-up),
+ * then a steady window in which no API write is expected, then spec changes one at a time.
+ */
+async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise<ProbePhase> {
+  const watcher = await watchReady(kc, namespace, n);
+  const snapshotDir = values['heap-snapshot'];
+  if (snapshotDir) mkdirSync(snapshotDir, { recursive: true });
+  const op = await startOperator(namespace, true, snapshotDir);
+  const guard = setTimeout(() => op.child.kill('SIGKILL'), (STEADY_S + 30 * 60) * 1000);
+  try {
+    // First rounds spread over [0.5, 1.5] x the interval; each card's status changes once (its
+    // interfaces become Reachable). Wait until that has settled: every card Ready with probes.
+    const readyProbed = async () => {
+      for (;;) {
+        const metric = await operatorMetrics(op);
+        const probed = metric('agentcard_probe_success') || 0;
+        if (probed >= n * 3) return;
+        if (op.child.exitCode !== null) throw new Error(`operator exited: ${op.stderr()}`);
+        await sleep(2_000);
+      }
+    };
+    await watcher.all;
+    await Promise.race([readyProbed(), sleep(2.5 * PROBE_INTERVAL_S * 1000)]);
+    await sleep(PROBE_INTERVAL_S * 1000); // one more interval, so the last first-round writes land
+    const warmupSeconds = (performance.now() - op.started) / 1000;
+    log(`probes: warm-up done after ${warmupSeconds.toFixed(0)} s; steady window of ${STEADY_S} s`);
+
+    const beforeWrites = await writeCounters(kc);
+    const cpu0 = processUsage(op.child.pid!).cpuSeconds;
+    const probes0 = (await operatorMetrics(op))('agentcard_probes_total');
+    const t0 = performance.now();
+    await sleep(STEADY_S * 1000);
+    const measuredSeconds = (performance.now() - t0) / 1000;
+    const usage = processUsage(op.child.pid!);
+    const metric = await operatorMetrics(op);
+    const afterWrites = await writeCounters(kc);
+    if (snapshotDir)
+      await heapSnapshot(op, snapshotDir).catch((err: unknown) => log(`heap snapshot: ${String(err)}`));
+    const steadyWrites = Object.fromEntries(
+      Object.keys(afterWrites).map((k) => [k, afterWrites[k]! - beforeWrites[k]!]),
+    );
+    log(
+      `probes: steady ${measuredSeconds.toFixed(0)} s, CPU ${((usage.cpuSeconds - cpu0) / measuredSeconds).toFixed(3)} core, ` +
+        `peak RSS ${usage.peakMiB.toFixed(0)} MiB, writes ${JSON.stringify(steadyWrites)}`,
+    );
+
+    // Spec changes, one at a time: time from the patch's answer to the new card in the ConfigMap.
+    const core = kc.makeApiClient(CoreV1Api);
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const latencies: number[] = [];
+    for (let k = 0; k < SPEC_CHANGES; k++) {
+      const i = Math.floor((k * n) / SPEC_CHANGES);
+      const name = `card-${String(i).padStart(5, '0')}`;
+      const version = `2.0.${k}`;
+      await custom.patchNamespacedCustomObject(
+        { ...RESOURCE, namespace, name, body: { spec: { card: { version } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      const t = performance.now();
+      for (;;) {
+        const cm = await core.readNamespacedConfigMap({ namespace, name: `${name}-agent-card` });
+        if (cm.data?.['agent-card.json']?.includes(`"version":"${version}"`)) break;
+        if (performance.now() - t > 60_000) throw new Error(`spec change of ${name} not published in 60 s`);
+        await sleep(20);
+      }
+      latencies.push((performance.now() - t) / 1000);
+      await sleep(1_000);
+    }
+    const sorted = [...latencies].sort((a, b) => a - b);
+    const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+    return {
+      cards: n,
+      interfaces: n * 3,
+      warmupSeconds,
+      measuredSeconds,
+      cpuCores: (usage.cpuSeconds - cpu0) / measuredSeconds,
+      peakMiB: usage.peakMiB,
+      rssMiB: usage.rssMiB,
+      heapMiB: metric('nodejs_heap_size_used_bytes') / 2 ** 20,
+      probesPerSecond: (metric('agentcard_probes_total') - probes0) / measuredSeconds,
+      steadyWrites,
+      specChange: { n: sorted.length, p50: q(0.5), p99: q(0.99), max: sorted.at(-1)! },
+    };
+  } finally {
+    clearTimeout(guard);
+    await watcher.stop();
+    await stopOperator(op);
+  }
+}
+
+const NOTES = `What the operator does to stay close to the floor (see docs/design.md, "API client"):
 it makes its calls as plain JSON over undici with client-node's KubeConfig for authentication,
 and its bundle leaves client-node's generated API classes out (24 MB of JavaScript). Before
 that change, on the same machine, a run took about 6.8 s of operator CPU, peaked at about 180 MiB
@@ -359,8 +595,10 @@ async function main(): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigFile);
   const namespaces: string[] = [];
+  const children: ChildProcess[] = [];
   try {
     await buildProduction();
+    if (values.probes) peers = await startPeers(children);
     // loadAllYaml gives client-node's typed model, which keeps the CRD's CEL rules and enums.
     const [crd] = loadAllYaml(readFileSync(join(root, CRD_FILE), 'utf8')) as KubernetesObject[];
     await KubernetesObjectApi.makeApiClient(kc).patch(
@@ -378,94 +616,174 @@ async function main(): Promise<void> {
       if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
       await sleep(200);
     }
-    const runs: RunResult[] = [];
-    for (let run = 1; run <= RUNS; run++) {
-      runs.push(await oneRun(kc, run, namespaces));
-      // Independent runs: the next one starts on an API server without this run's objects.
-      await deleteNamespaces(kc, namespaces.splice(0));
+    const bySize: RunResult[][] = [];
+    let probes: ProbePhase | undefined;
+    for (const [s, n] of SIZES.entries()) {
+      const runs: RunResult[] = [];
+      for (let run = 1; run <= RUNS; run++) {
+        runs.push(await oneRun(kc, n, run, namespaces));
+        const last = s === SIZES.length - 1 && run === RUNS;
+        if (last && values.probes) probes = await probePhase(kc, runs.at(-1)!.namespace, n);
+        // Independent runs: the next one starts on an API server without this run's objects.
+        await deleteNamespaces(kc, namespaces.splice(0));
+      }
+      bySize.push(runs);
     }
-
-    const ratios = runs.map((r) => r.op.seconds / r.floorSeconds);
-    // Other work on the machine comes and goes; comparing the medians of each side is steadier
-    // than pairing each operator run with the floor run that followed it.
-    const opMedian = median(runs.map((r) => r.op.seconds));
-    const floorMedian = median(runs.map((r) => r.floorSeconds));
-    const ratio = opMedian / floorMedian;
-    const peak = Math.max(...runs.map((r) => r.op.peakMiB));
-    const writes = (k: string) => median(runs.map((r) => r.perCard[k]!));
-    const objectWrites = writes('configmaps') + writes('status');
-    const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
-    writeSection(
-      'controller-scale',
-      'Controller scale',
-      [
-        `\`node bench/scale.bench.ts --cards ${N} --concurrency ${CONCURRENCY} --runs ${RUNS}\`. The local control ` +
-          'plane (etcd, kube-apiserver, kube-controller-manager) runs on the same cores.',
-        '',
-        `Each run: ${N} AgentCards (each signed with one ES256 key from a labelled Secret) exist before a real ` +
-          '`agentcard operator` process starts (`--no-probes`, no leader election); time runs from its start until a ' +
-          'watch has seen every AgentCard Ready. The floor is a bare script (bench/scale-floor.ts, its own process, ' +
-          `the operator's REST client) making the same writes for ${N} other AgentCards: it lists them, then per card ` +
-          `a ConfigMap apply then a status apply, ${CONCURRENCY} cards in parallel, and the Published Event sent in the ` +
-          'background with 2 in flight; timed the same way, from its start. API writes are counted by the API ' +
-          'server (`apiserver_request_total`).',
-        '',
-        table(
-          ['measure', 'result', 'goal'],
-          [
-            [
-              `time to all Ready, operator / floor (medians of ${RUNS} runs: ${opMedian.toFixed(1)} s / ${floorMedian.toFixed(1)} s)`,
-              `${ratio.toFixed(2)}x (median of the per-run ratios: ${median(ratios).toFixed(2)}x)`,
-              `<= 1.3x: ${verdict(ratio <= 1.3)}`,
-            ],
-            [
-              'object writes per new card (ConfigMap + status)',
-              `${objectWrites.toFixed(2)} (${writes('configmaps').toFixed(2)} + ${writes('status').toFixed(2)})`,
-              `<= 2: ${verdict(objectWrites <= 2)}`,
-            ],
-            ['Events per new card', writes('events').toFixed(2), '(not in the goal)'],
-            [
-              'operator peak RSS (VmHWM, worst run)',
-              `${peak.toFixed(0)} MiB`,
-              `< 150 MiB: ${verdict(peak < 150)}`,
-            ],
-          ],
-        ),
-        '',
-        table(
-          [
-            'run',
-            'operator: all Ready',
-            'floor',
-            'ratio',
-            'caches synced after',
-            'operator CPU',
-            'mean reconcile',
-            'RSS when synced',
-            'peak RSS',
-          ],
-          runs.map((r, i) => [
-            i + 1,
-            `${r.op.seconds.toFixed(1)} s`,
-            `${r.floorSeconds.toFixed(1)} s`,
-            `${ratios[i]!.toFixed(2)}x`,
-            `${r.op.startupSeconds.toFixed(1)} s`,
-            `${r.op.cpuSeconds.toFixed(1)} s`,
-            `${r.op.reconcileMs.toFixed(0)} ms`,
-            `${r.op.rssAtSyncMiB.toFixed(0)} MiB`,
-            `${r.op.peakMiB.toFixed(0)} MiB`,
-          ]),
-        ),
-        '',
-        NOTES,
-      ].join('\n'),
-    );
-    log('results written to docs/BENCHMARKS.md');
+    report(bySize, probes);
+    log('results written to docs/BENCHMARKS.md and docs/scale.svg');
   } finally {
+    children.forEach((c) => c.connected && c.disconnect());
     await deleteNamespaces(kc, namespaces);
     if (started) await down(log);
     rmSync(work, { recursive: true, force: true });
   }
 }
 
-await main();
+function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
+  const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
+  const rows = bySize.map((runs) => {
+    const opMedian = median(runs.map((r) => r.op.seconds));
+    const floorMedian = median(runs.map((r) => r.floorSeconds));
+    const writes = (k: string) => median(runs.map((r) => r.perCard[k]!));
+    return {
+      cards: runs[0]!.cards,
+      opMedian,
+      floorMedian,
+      ratio: opMedian / floorMedian,
+      peak: Math.max(...runs.map((r) => r.op.peakMiB)),
+      cpu: median(runs.map((r) => r.op.cpuSeconds)),
+      objectWrites: writes('configmaps') + writes('status'),
+      cmWrites: writes('configmaps'),
+      statusWrites: writes('status'),
+      events: writes('events'),
+      runs,
+    };
+  });
+  const largest = rows.at(-1)!;
+  writeFileSync(
+    join(root, 'docs', 'scale.svg'),
+    lineChartsSvg(
+      rows.map((r) => r.cards),
+      [
+        {
+          title: 'time to all Ready (s)',
+          series: { operator: rows.map((r) => r.opMedian), floor: rows.map((r) => r.floorMedian) },
+        },
+        { title: 'operator peak RSS (MiB)', series: { operator: rows.map((r) => r.peak) } },
+        { title: 'operator CPU to all Ready (s)', series: { operator: rows.map((r) => r.cpu) } },
+      ],
+      'AgentCards',
+    ),
+  );
+  const growth = (get: (r: (typeof rows)[number]) => number) => {
+    const first = rows[0]!;
+    return rows.length > 1 ? (get(largest) / get(first) / (largest.cards / first.cards)).toFixed(2) : 'n/a';
+  };
+  const goalRows: (string | number)[][] = [
+    [
+      `time until all Ready vs the floor, ${largest.cards} cards (${largest.opMedian.toFixed(1)} s / ${largest.floorMedian.toFixed(1)} s)`,
+      `${largest.ratio.toFixed(2)}x`,
+      `<= 1.2x: ${verdict(largest.ratio <= 1.2)}`,
+    ],
+    [
+      'API writes per new card (ConfigMap + status)',
+      `${largest.objectWrites.toFixed(2)} (${largest.cmWrites.toFixed(2)} + ${largest.statusWrites.toFixed(2)})`,
+      `<= 2: ${verdict(largest.objectWrites <= 2)}`,
+    ],
+  ];
+  if (probes) {
+    const steady = probes.steadyWrites.configmaps! + probes.steadyWrites.status!;
+    goalRows.push(
+      [
+        `operator peak RSS with probes on (${probes.interfaces} interfaces at ${PROBE_INTERVAL_S} s)`,
+        `${probes.peakMiB.toFixed(0)} MiB`,
+        `<= 256 MiB: ${verdict(probes.peakMiB <= 256)}`,
+      ],
+      [
+        `operator CPU with probes on (steady window, ${probes.probesPerSecond.toFixed(0)} probes/s)`,
+        `${probes.cpuCores.toFixed(3)} core`,
+        `<= 0.3 core: ${verdict(probes.cpuCores <= 0.3)}`,
+      ],
+      [
+        `API writes in steady state (${probes.measuredSeconds.toFixed(0)} s with probes on)`,
+        `${steady} (ConfigMaps ${probes.steadyWrites.configmaps}, status ${probes.steadyWrites.status}, Events ${probes.steadyWrites.events})`,
+        `0: ${verdict(steady === 0)}`,
+      ],
+      [
+        `spec change to new card published, while ${probes.cards} cards are steady (${probes.specChange.n} changes)`,
+        `p50 ${probes.specChange.p50.toFixed(2)} s, p99 ${probes.specChange.p99.toFixed(2)} s (max ${probes.specChange.max.toFixed(2)} s)`,
+        `p99 <= 2 s: ${verdict(probes.specChange.p99 <= 2)}`,
+      ],
+    );
+  }
+  writeSection(
+    'controller-scale',
+    'Controller scale',
+    [
+      `\`node bench/scale.bench.ts --cards ${SIZES.join(',')} --concurrency ${CONCURRENCY} --runs ${RUNS} ` +
+        `--steady-seconds ${STEADY_S} --spec-changes ${SPEC_CHANGES}\`. The local control plane (etcd, ` +
+        'kube-apiserver, kube-controller-manager) runs on the same cores.',
+      '',
+      'Each run: the AgentCards (3 interfaces each: JSON-RPC, HTTP+JSON, gRPC; each card signed with one ES256 ' +
+        'key from a labelled Secret) exist before a real `agentcard operator` process starts (`--no-probes`, no ' +
+        'leader election); time runs from its start until a watch has seen every AgentCard Ready. The floor is a ' +
+        "bare script (bench/scale-floor.ts, its own process, the operator's REST client) making the same writes for " +
+        `as many other AgentCards: it lists them, then per card a ConfigMap apply then a status apply, ${CONCURRENCY} ` +
+        'cards in parallel, and the Published Event sent in the background with 2 in flight; timed the same way, ' +
+        'from its start. API writes are counted by the API server (`apiserver_request_total`).' +
+        (probes
+          ? ` At ${probes.cards} cards the operator then runs again on the published cards with probes on: every ` +
+            `interface points at real @a2a-js/sdk peers (on ${PEER_HOSTS.length} loopback addresses in ` +
+            `${PEER_PROCESSES} processes), probed every ${PROBE_INTERVAL_S} s; after ${probes.warmupSeconds.toFixed(0)} s of first ` +
+            `rounds, a steady window of ${probes.measuredSeconds.toFixed(0)} s is measured, then ${probes.specChange.n} ` +
+            'spec changes one at a time (time from the patch to the new card in the ConfigMap, polled every 20 ms).'
+          : ''),
+      '',
+      table(['measure', 'result', 'goal'], goalRows),
+      '',
+      '![time, memory and CPU by number of AgentCards](scale.svg)',
+      '',
+      table(
+        [
+          'AgentCards',
+          'operator: all Ready',
+          'floor',
+          'ratio',
+          'writes per card',
+          'Events per card',
+          'operator CPU',
+          'peak RSS',
+        ],
+        rows.map((r) => [
+          r.cards,
+          `${r.opMedian.toFixed(1)} s`,
+          `${r.floorMedian.toFixed(1)} s`,
+          `${r.ratio.toFixed(2)}x`,
+          r.objectWrites.toFixed(2),
+          r.events.toFixed(2),
+          `${r.cpu.toFixed(1)} s`,
+          `${r.peak.toFixed(0)} MiB`,
+        ]),
+      ),
+      '',
+      `Growth from ${rows[0]!.cards} to ${largest.cards} cards, as a multiple of linear growth (1.00 = linear): ` +
+        `time to all Ready ${growth((r) => r.opMedian)}, operator CPU ${growth((r) => r.cpu)}, ` +
+        `peak RSS ${growth((r) => r.peak)} (RSS has a fixed base of Node.js and the modules).` +
+        (probes
+          ? ` With probes on, heap in use at the end of the steady window: ${probes.heapMiB.toFixed(0)} MiB, RSS ${probes.rssMiB.toFixed(0)} MiB.`
+          : ''),
+      '',
+      NOTES,
+    ].join('\n'),
+  );
+}
+
+if (values.peer) {
+  // Child: serve one set of peers on each of the given loopback addresses until the parent goes.
+  const { startA2APeers } = await import('../test/support/a2a-peers.ts');
+  const sets = await Promise.all(values.peer.split(',').map((listen) => startA2APeers({ listen })));
+  process.send!(sets.map((p) => ({ jsonrpc: p.jsonrpc, rest: p.rest, grpc: p.grpc })) satisfies PeerUrls[]);
+  process.on('disconnect', () => process.exit(0));
+} else {
+  await main();
+}

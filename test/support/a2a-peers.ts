@@ -78,16 +78,19 @@ export interface A2APeerOptions {
   tls?: { cert: string; key: string };
   /** Host name written in the URLs (the test's resolver maps it to 127.0.0.1). */
   host?: string;
+  /** Loopback address to listen on (default 127.0.0.1); also the URLs' host unless `host` is set. */
+  listen?: string;
 }
 
-/** Starts the peers on 127.0.0.1 (ephemeral ports). */
+/** Starts the peers on a loopback address (ephemeral ports). */
 export async function startA2APeers(opts: A2APeerOptions = {}): Promise<A2APeers> {
   const seen: A2APeers['seen'] = [];
   const app = express();
   const httpServer = opts.tls ? https.createServer({ ...opts.tls }, app) : http.createServer(app);
-  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const listen = opts.listen ?? '127.0.0.1';
+  await new Promise<void>((resolve) => httpServer.listen(0, listen, resolve));
   const scheme = opts.tls ? 'https' : 'http';
-  const host = opts.host ?? '127.0.0.1';
+  const host = opts.host ?? listen;
   const base = `${scheme}://${host}:${(httpServer.address() as AddressInfo).port}`;
 
   const interceptors: grpc.ServerInterceptor[] = [];
@@ -99,7 +102,7 @@ export async function startA2APeers(opts: A2APeerOptions = {}): Promise<A2APeers
       ])
     : grpc.ServerCredentials.createInsecure();
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync('127.0.0.1:0', credentials, (err, port) => (err ? reject(err) : resolve(port))),
+    grpcServer.bindAsync(`${listen}:0`, credentials, (err, port) => (err ? reject(err) : resolve(port))),
   );
   const grpcUrl = `${scheme}://${host}:${grpcPort}`;
 
