@@ -1,6 +1,6 @@
 /**
  * The AgentCard custom resource (agentcard.dev/v1alpha1): zod schemas of its spec and status,
- * the source of the CRD's OpenAPI schema (gen-crd.ts) and of the controller's types.
+ * the source of the CRD's OpenAPI schema (build/gen-crd.ts) and of the controller's types.
  */
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
@@ -110,8 +110,8 @@ export const ServingSchema = z
       .default(300)
       .describe('Cache-Control max-age of the served card, in seconds (default 300).'),
   })
-  // Routing /.well-known/ to the sidecar is the user's Ingress or HTTPRoute (README, "Routing
-  // `/.well-known/` to the sidecar"); the operator does not manage routes.
+  // Routing /.well-known/ to the sidecar is the user's Ingress or HTTPRoute (docs/operations.md,
+  // "Routing `/.well-known/` to the sidecar"); the operator does not manage routes.
   .describe('How the card is served by the sidecar.');
 
 export const ProbeCredentialSchema = z

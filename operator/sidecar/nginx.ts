@@ -15,7 +15,7 @@
  * a few lines of njs (nginx's JavaScript module, shipped in the nginx images and in Debian as
  * libnginx-mod-http-js): nginx alone can put a file in a body but not in a header.
  *
- * Known differences from the Node mode, by design of a file server (documented in the README):
+ * Known differences from the Node mode, by design of a file server (documented in docs/operations.md, "nginx mode"):
  * - ETag is nginx's (modification time and size), not a hash of the bytes; it changes with every
  *   version the kubelet writes, unless a file keeps its size and is rewritten within a second.
  * - The files are served as they are: the Node mode's checks (valid JSON, a v1.0 card) are left

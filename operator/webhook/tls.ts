@@ -4,7 +4,7 @@
  * - self-signed (default): a CA and serving certificate kept in a Secret in the operator's
  *   namespace, renewed when a third of a lifetime is left; the MutatingWebhookConfiguration's
  *   caBundle is patched to match (and re-checked on every sync, so a GitOps tool that reverts it
- *   is corrected; see the README for the Argo CD ignore rule);
+ *   is corrected; see docs/install.md, "Argo CD", for the ignore rule);
  * - cert-manager: tls.crt / tls.key read from a mounted directory and re-read when they change;
  *   cert-manager's CA injector owns the caBundle.
  */

@@ -48,7 +48,7 @@ describe('npm run demo -- --once', () => {
     expect(result.stdout).toMatch(/Verification:\s+\S*.*verified/i);
     // The cluster catalog of the demo's agents, served and verified.
     expect(result.stdout).toMatch(/Catalog:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/ai-catalog\.json/);
-    expect(result.stdout).toMatch(/lists 2 agent\(s\); signature verified: kid \S+-agents-demo/);
+    expect(result.stdout).toMatch(/lists 3 agent\(s\); signature verified: kid \S+-agents-demo/);
     expect(result.stdout).toContain(`delete ClusterAgentCatalog ${namespace}-agents: done`);
     // Two audiences of examples/agentcard-audiences.yaml, each served its own signed card by Host.
     expect(result.stdout).toMatch(

@@ -2,9 +2,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REFERENCE_FILE, formattedReference } from './reference.ts';
+import { REFERENCE_FILE, formattedReference } from '../operator/card/reference.ts';
 
-const target = fileURLToPath(new URL(`../../${REFERENCE_FILE}`, import.meta.url));
+const target = fileURLToPath(new URL(`../${REFERENCE_FILE}`, import.meta.url));
 mkdirSync(dirname(target), { recursive: true });
 writeFileSync(target, await formattedReference());
 process.stdout.write(`wrote ${REFERENCE_FILE}\n`);
