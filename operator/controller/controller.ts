@@ -20,18 +20,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
-import {
-  API_VERSION,
-  CARD_LABEL,
-  configMapName,
-  GROUP,
-  KIND,
-  PLURAL,
-  SIGNING_KEY_LABEL,
-  VERSION,
-} from '../api/names.ts';
+import { API_VERSION, CARD_LABEL, configMapName, GROUP, KIND, PLURAL, VERSION } from '../api/names.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
-import { applyConfigMap, applyStatus, readSecret } from '../kube/api.ts';
+import { applyConfigMap, applyStatus } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { apiStatusCode, describeApiError, isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
@@ -40,9 +31,10 @@ import { configMapUpToDate, type ConfigMapObject } from './configmap.ts';
 import { allInformers, createInformers, type Informers } from './informers.ts';
 import { objectKey, splitKey } from './keys.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import { planReconcile, type AgentCardObject, type SecretView } from './plan.ts';
+import { planReconcile, type AgentCardObject } from './plan.ts';
 import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
+import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
@@ -302,22 +294,6 @@ export class Controller {
     return this.configMapOverlay.read(objectKey(namespace, name), cached);
   }
 
-  /** Referenced Secrets: from the labelled-Secret cache when there, else one GET each. */
-  private async readSecrets(namespace: string, spec: unknown): Promise<Map<string, SecretView | undefined>> {
-    const out = new Map<string, SecretView | undefined>();
-    const cache = this.scopeOf(namespace)?.secrets;
-    for (const name of referencedSecretNames(spec)) {
-      const secret = cache?.get(name, namespace) ?? (await readSecret(this.opts.client, namespace, name));
-      out.set(
-        name,
-        secret
-          ? { data: secret.data ?? {}, labelled: secret.metadata?.labels?.[SIGNING_KEY_LABEL] === 'true' }
-          : undefined,
-      );
-    }
-    return out;
-  }
-
   // ---- the reconcile -------------------------------------------------------------------------
 
   async reconcile(key: string): Promise<void> {
@@ -343,7 +319,12 @@ export class Controller {
   private async reconcileCard(key: string, resource: AgentCardObject, log: Logger): Promise<void> {
     const { namespace, name } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
-    const secrets = await this.readSecrets(namespace, resource.spec);
+    const secrets = await readReferencedSecrets(
+      this.opts.client,
+      this.scopeOf(namespace)?.secrets,
+      namespace,
+      resource.spec,
+    );
     const cmName = configMapName(name);
     const input = {
       resource,

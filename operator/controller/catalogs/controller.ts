@@ -27,13 +27,12 @@ import {
   CLUSTER_CATALOG_KIND,
   CLUSTER_CATALOG_PLURAL,
   GROUP,
-  SIGNING_KEY_LABEL,
   VERSION,
   catalogLabelValue,
   configMapName,
   type CatalogKind,
 } from '../../api/names.ts';
-import { applyConfigMap, applyStatus, collectionPath, readOptional, readSecret } from '../../kube/api.ts';
+import { applyConfigMap, applyStatus, collectionPath, readOptional } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { describeApiError, isNotFound } from '../../kube/errors.ts';
 import { ResilientInformer } from '../../kube/informer.ts';
@@ -41,7 +40,8 @@ import type { Logger } from '../../log.ts';
 import type { CardView } from '../../catalog/entries.ts';
 import type { Informers } from '../informers.ts';
 import { objectKey } from '../keys.ts';
-import type { AgentCardObject, SecretView } from '../plan.ts';
+import type { AgentCardObject } from '../plan.ts';
+import { readReferencedSecrets } from '../read-secrets.ts';
 import { referencedSecretNames } from '../secret-index.ts';
 import { WorkQueue } from '../workqueue.ts';
 import { WriteOverlay } from '../write-overlay.ts';
@@ -411,21 +411,6 @@ export class CatalogController {
     return out;
   }
 
-  private async readSecrets(namespace: string, spec: unknown): Promise<Map<string, SecretView | undefined>> {
-    const out = new Map<string, SecretView | undefined>();
-    const cache = this.scope(namespace)?.secrets;
-    for (const name of referencedSecretNames(spec)) {
-      const secret = cache?.get(name, namespace) ?? (await readSecret(this.opts.client, namespace, name));
-      out.set(
-        name,
-        secret
-          ? { data: secret.data ?? {}, labelled: secret.metadata?.labels?.[SIGNING_KEY_LABEL] === 'true' }
-          : undefined,
-      );
-    }
-    return out;
-  }
-
   /**
    * The ConfigMaps this catalog published, from the cache, or with one LIST when their namespace
    * is not watched (a ClusterAgentCatalog's, when the operator watches other namespaces only).
@@ -472,7 +457,12 @@ export class CatalogController {
     const publishNamespace = ref.kind === CATALOG_KIND ? ref.namespace : this.opts.clusterNamespace;
     const spec = (catalog.spec ?? {}) as { audience?: string; entries?: string };
     const cards = this.cardsInReach(ref, spec.audience, spec.entries === 'inline');
-    const secrets = await this.readSecrets(publishNamespace, catalog.spec);
+    const secrets = await readReferencedSecrets(
+      this.opts.client,
+      this.scope(publishNamespace)?.secrets,
+      publishNamespace,
+      catalog.spec,
+    );
     const published = new Map(
       (await this.published(ref.kind, ref.name, publishNamespace, catalog.metadata.uid)).map((cm) => [
         cm.metadata!.name!,
