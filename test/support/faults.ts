@@ -47,14 +47,24 @@ export function isTransient(err: unknown): boolean {
   return true; // a connection error: no HTTP status at all
 }
 
-/** Runs `fn` until it succeeds, retrying transient failures every 200 ms for up to `timeoutMs`. */
-export async function retrying<T>(fn: () => Promise<T>, timeoutMs = 120_000): Promise<T> {
+/**
+ * Runs `fn` until it succeeds, retrying transient failures every 200 ms for up to `timeoutMs`.
+ * With `conflicts`, a 409 is retried too: for a read-then-replace whose object someone else (the
+ * operator's status write) changed in between, which the API server's optimistic concurrency
+ * refuses, as any client that re-reads and tries again expects.
+ */
+export async function retrying<T>(
+  fn: () => Promise<T>,
+  timeoutMs = 120_000,
+  opts: { conflicts?: boolean } = {},
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return await fn();
     } catch (err) {
-      if (!isTransient(err) || Date.now() > deadline) throw err;
+      const conflict = opts.conflicts && (err as { code?: unknown }).code === 409;
+      if ((!isTransient(err) && !conflict) || Date.now() > deadline) throw err;
       await sleep(200);
     }
   }

@@ -87,11 +87,15 @@ async function burstThroughOutage(opts: {
   // them, and never put 1.0.0 back afterwards.
   await Promise.all(
     names.slice(0, opts.updates).map((name) =>
-      retrying(async () => {
-        const live = await api.getCard(ns, name);
-        if ((live!.spec.card as { version: string }).version === '2.0.0') return;
-        await api.replaceSpec(ns, name, burstSpec('2.0.0', 'key'));
-      }),
+      retrying(
+        async () => {
+          const live = await api.getCard(ns, name);
+          if ((live!.spec.card as { version: string }).version === '2.0.0') return;
+          await api.replaceSpec(ns, name, burstSpec('2.0.0', 'key'));
+        },
+        120_000,
+        { conflicts: true },
+      ),
     ),
   );
   const lastApply = Date.now();
@@ -221,7 +225,10 @@ describe('faults: control plane restarts', () => {
       // Cut off: running watches end, new requests hang without an answer.
       relay.setMode({ kind: 'hang' });
       const updated = names.slice(0, 5);
-      for (const name of updated) await api.replaceSpec(ns, name, burstSpec('2.0.0', 'key'));
+      for (const name of updated)
+        await retrying(() => api.replaceSpec(ns, name, burstSpec('2.0.0', 'key')), 120_000, {
+          conflicts: true,
+        });
       const added = [cardName(20), cardName(21)];
       await createBurst(api, ns, added, () => burstSpec('1.0.0', 'key'));
       await api.core.deleteNamespacedConfigMap({ namespace: ns, name: `${names[10]}-agent-card` });

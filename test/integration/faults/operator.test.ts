@@ -17,6 +17,7 @@ import {
   createBurst,
   listCards,
   PublishedHistory,
+  retrying,
   startFaultCluster,
   type FaultCluster,
 } from '../../support/faults.ts';
@@ -165,7 +166,10 @@ describe('faults: around the operator', () => {
       relay.setMode({ kind: 'fail', status });
       const from = Date.now();
       // Changes the operator must pick up once the API server serves again.
-      for (const name of names.slice(0, 10)) await api.replaceSpec(ns, name, burstSpec(version, 'key'));
+      for (const name of names.slice(0, 10))
+        await retrying(() => api.replaceSpec(ns, name, burstSpec(version, 'key')), 120_000, {
+          conflicts: true,
+        });
       await sleep(10_000);
       const to = Date.now();
       relay.setMode({ kind: 'pass' });
