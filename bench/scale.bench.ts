@@ -67,6 +67,7 @@ const { values } = parseArgs({
     peer: { type: 'string' },
     'heap-snapshot': { type: 'string' },
   },
+  allowNegative: true,
 });
 const SIZES = values.cards.split(',').map(Number);
 const CONCURRENCY = Number(values.concurrency);
