@@ -371,6 +371,20 @@ const time = (what: string) => z.iso.datetime({ offset: true }).describe(`${what
 
 export const CONDITION_TYPES = ['Accepted', 'Signed', 'Published', 'InterfacesReachable', 'Ready'] as const;
 
+/** status.signatures of a published document (a card, a catalog): the key ids and algorithms. */
+export const publishedSignaturesSchema = (document: string, description: string) =>
+  z
+    .array(
+      z
+        .strictObject({
+          kid: z.string().describe('Key id of the signature.'),
+          alg: z.string().describe('JWS algorithm of the signature.'),
+        })
+        .describe(`A signature of the published ${document}.`),
+    )
+    .describe(description)
+    .optional();
+
 export const ConditionSchema = z
   .strictObject({
     type: z
@@ -416,17 +430,7 @@ export const AgentCardStatusSchema = z
       })
       .describe('The published card.')
       .optional(),
-    signatures: z
-      .array(
-        z
-          .strictObject({
-            kid: z.string().describe('Key id of the signature.'),
-            alg: z.string().describe('JWS algorithm of the signature.'),
-          })
-          .describe('A signature of the published card.'),
-      )
-      .describe('Signatures of the published card, in order.')
-      .optional(),
+    signatures: publishedSignaturesSchema('card', 'Signatures of the published card, in order.'),
     interfaces: z
       .array(
         z

@@ -8,7 +8,12 @@
  * validation) and by the controller (Accepted=False) instead of being quietly widened.
  */
 import { z } from 'zod';
-import { ConditionSchema, ServingSchema, SigningSchema } from '../card/resource.ts';
+import {
+  ConditionSchema,
+  publishedSignaturesSchema,
+  ServingSchema,
+  SigningSchema,
+} from '../card/resource.ts';
 import { API_VERSION, CATALOG_KIND, CLUSTER_CATALOG_KIND } from '../api/names.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -211,17 +216,7 @@ export const CatalogStatusSchema = z
         'Selected AgentCards left out, with why (not Ready, no card for the audience...), at most 20.',
       )
       .optional(),
-    signatures: z
-      .array(
-        z
-          .strictObject({
-            kid: z.string().describe('Key id of the signature.'),
-            alg: z.string().describe('JWS algorithm of the signature.'),
-          })
-          .describe('A signature of the published catalog.'),
-      )
-      .describe('Signatures of the published catalog.')
-      .optional(),
+    signatures: publishedSignaturesSchema('catalog', 'Signatures of the published catalog.'),
   })
   .describe('The observed state of the catalog.');
 
