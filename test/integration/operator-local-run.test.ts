@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
-import { Api, condition, installCrd, sampleCard, waitFor } from '../support/operator.ts';
+import { Api, condition, installCrd, sampleCard, waitFor, watchLogs } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
 import { freePort } from '../support/ports.ts';
@@ -33,27 +33,7 @@ function run(args: string[]) {
     env: localEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const lines: string[] = [];
-  let buffer = '';
-  const onData = (chunk: Buffer) => {
-    buffer += chunk.toString();
-    const parts = buffer.split('\n');
-    buffer = parts.pop()!;
-    lines.push(...parts.filter(Boolean));
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const logged = (msg: string) =>
-    lines
-      .map((l) => {
-        try {
-          return JSON.parse(l) as Record<string, unknown>;
-        } catch {
-          return undefined;
-        }
-      })
-      .find((l) => l?.msg === msg);
+  const { lines, exited, find: logged } = watchLogs(child);
   return { child, lines, exited, logged };
 }
 

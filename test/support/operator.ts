@@ -257,25 +257,14 @@ export interface ChildOperator {
 }
 
 /**
- * Runs `bin/agentcard.js operator` on the Node.js 24 of node_modules, as a real child process
- * (against the shared control plane unless `opts.kubeconfig` names another; `opts.env` adds
- * environment variables such as POD_NAME).
+ * Collects a child operator's JSON log lines (stdout and stderr); `find` returns the first line
+ * whose msg equals `msg`.
  */
-export function spawnOperator(
-  namespace: string,
-  extra: string[],
-  opts: { kubeconfig?: string; env?: Record<string, string> } = {},
-): ChildOperator {
-  const node = join(repoRoot, 'node_modules', '.bin', 'node');
-  const child = spawn(
-    node,
-    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...baseFlags(namespace, opts.kubeconfig), ...extra],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '', ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+export function watchLogs(child: ChildProcess): {
+  lines: string[];
+  exited: Promise<number | null>;
+  find(msg: string): Record<string, unknown> | undefined;
+} {
   const lines: string[] = [];
   let buffer = '';
   const onData = (chunk: Buffer) => {
@@ -298,6 +287,30 @@ export function spawnOperator(
     }
     return undefined;
   };
+  return { lines, exited, find };
+}
+
+/**
+ * Runs `bin/agentcard.js operator` on the Node.js 24 of node_modules, as a real child process
+ * (against the shared control plane unless `opts.kubeconfig` names another; `opts.env` adds
+ * environment variables such as POD_NAME).
+ */
+export function spawnOperator(
+  namespace: string,
+  extra: string[],
+  opts: { kubeconfig?: string; env?: Record<string, string> } = {},
+): ChildOperator {
+  const node = join(repoRoot, 'node_modules', '.bin', 'node');
+  const child = spawn(
+    node,
+    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...baseFlags(namespace, opts.kubeconfig), ...extra],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const { lines, exited, find } = watchLogs(child);
   return {
     child,
     lines,
