@@ -134,34 +134,47 @@ async function burstThroughOutage(opts: {
   };
 }
 
+/**
+ * Records the figures of a burst through an outage and checks what every such case must show:
+ * no ConfigMap reverted to an older card, every updated card at 2.0.0, no duplicate Event, and
+ * at most 20 ConfigMap writes beyond the ones needed (one per apply and per update).
+ */
+function expectConvergedThroughOutage(
+  name: string,
+  burst: { count: number; updates: number },
+  r: Awaited<ReturnType<typeof burstThroughOutage>>,
+) {
+  const needed = burst.count + burst.updates;
+  recordFigure(name, {
+    cards: burst.count,
+    updates: burst.updates,
+    outageMs: r.outageMs,
+    convergedAfterMs: r.convergedAfterMs,
+    convergedAfterLastApplyMs: r.convergedAfterLastApplyMs,
+    configMapWrites: r.writes.configmap!,
+    statusWrites: r.writes.status!,
+    neededConfigMapWrites: needed,
+    writesDuringOutage: r.writesDuringOutage,
+  });
+  expect(r.history.reverted()).toEqual([]);
+  // Every updated card went 1.0.0 -> 2.0.0 (or straight to 2.0.0), the others stayed at 1.0.0.
+  for (const card of r.names.slice(0, burst.updates))
+    expect(r.history.versions.get(`${card}-agent-card`)?.at(-1)).toBe('2.0.0');
+  expect([...r.events].filter(([, n]) => n > 1).map(([k]) => k)).toEqual([]);
+  expect(r.writes.configmap).toBeLessThanOrEqual(needed + 20);
+}
+
 describe('faults: control plane restarts', () => {
   it('kube-apiserver restarted during a burst of 200 applies: all converge, no duplicate event, no revert, few wasted writes', async () => {
-    const r = await burstThroughOutage({
+    const burst = {
       namespace: 'apiserver-restart',
       part: 'kube-apiserver',
       count: 200,
       updates: 40,
       outageMs: 10_000,
-    });
-    const needed = 200 + 40;
-    recordFigure('apiserver-restart', {
-      cards: 200,
-      updates: 40,
-      outageMs: r.outageMs,
-      convergedAfterMs: r.convergedAfterMs,
-      convergedAfterLastApplyMs: r.convergedAfterLastApplyMs,
-      configMapWrites: r.writes.configmap!,
-      statusWrites: r.writes.status!,
-      neededConfigMapWrites: needed,
-      writesDuringOutage: r.writesDuringOutage,
-    });
-    expect(r.history.reverted()).toEqual([]);
-    // Every updated card went 1.0.0 -> 2.0.0 (or straight to 2.0.0), the others stayed at 1.0.0.
-    for (const name of r.names.slice(0, 40))
-      expect(r.history.versions.get(`${name}-agent-card`)?.at(-1)).toBe('2.0.0');
-    const duplicates = [...r.events].filter(([, n]) => n > 1).map(([k]) => k);
-    expect(duplicates).toEqual([]);
-    expect(r.writes.configmap).toBeLessThanOrEqual(needed + 20);
+    } as const;
+    const r = await burstThroughOutage(burst);
+    expectConvergedThroughOutage('apiserver-restart', burst, r);
     // While the API server was away the breaker held the queue: the writes in flight when it went,
     // one probe per backoff step, and a few more while it starts (it answers some requests
     // before others); not one write per key and retry (184 of them before the breaker).
@@ -169,30 +182,15 @@ describe('faults: control plane restarts', () => {
   }, 400_000);
 
   it('etcd restarted during a burst of 100 applies: all converge, no duplicate event, no revert, few wasted writes', async () => {
-    const r = await burstThroughOutage({
+    const burst = {
       namespace: 'etcd-restart',
       part: 'etcd',
       count: 100,
       updates: 20,
       outageMs: 10_000,
-    });
-    const needed = 100 + 20;
-    recordFigure('etcd-restart', {
-      cards: 100,
-      updates: 20,
-      outageMs: r.outageMs,
-      convergedAfterMs: r.convergedAfterMs,
-      convergedAfterLastApplyMs: r.convergedAfterLastApplyMs,
-      configMapWrites: r.writes.configmap!,
-      statusWrites: r.writes.status!,
-      neededConfigMapWrites: needed,
-      writesDuringOutage: r.writesDuringOutage,
-    });
-    expect(r.history.reverted()).toEqual([]);
-    for (const name of r.names.slice(0, 20))
-      expect(r.history.versions.get(`${name}-agent-card`)?.at(-1)).toBe('2.0.0');
-    expect([...r.events].filter(([, n]) => n > 1).map(([k]) => k)).toEqual([]);
-    expect(r.writes.configmap).toBeLessThanOrEqual(needed + 20);
+    } as const;
+    const r = await burstThroughOutage(burst);
+    expectConvergedThroughOutage('etcd-restart', burst, r);
     expect(r.writesDuringOutage.configmap).toBeLessThanOrEqual(25);
   }, 400_000);
 
