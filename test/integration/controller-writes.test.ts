@@ -1,11 +1,13 @@
 // Write discipline on the real control plane, counted by the API server itself
-// (apiserver_request_total): a restart mid-way neither repeats nor loses a write, and a steady
-// state with 100 AgentCards writes nothing at all.
+// (apiserver_request_total, and a watch for what was stored): a restart mid-way neither repeats
+// nor loses a write, and a steady state with 100 AgentCards writes nothing at all.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordChanges } from '../support/changes.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import {
   Api,
   condition,
+  controllerWriteOutcomes,
   controllerWrites,
   installCrd,
   metricValue,
@@ -62,16 +64,33 @@ describe('controller: writes', () => {
     namespaces.push(ns);
     await api.putSecret(ns.name, 'key', { jwk: await privateJwk('r1') }, true);
     const names = await createCards(ns.name, 30, 'key');
-    const before = await controllerWrites(kc);
+    const managed = 'app.kubernetes.io/managed-by=agentcard-operator';
+    // Every stored change from here on: ConfigMap creations and updates, AgentCard writes.
+    const configMapChanges = await recordChanges(
+      kc,
+      `/api/v1/namespaces/${ns.name}/configmaps`,
+      (await api.core.listNamespacedConfigMap({ namespace: ns.name })).metadata!.resourceVersion!,
+      managed,
+    );
+    const cardChanges = await recordChanges(
+      kc,
+      `/apis/agentcard.dev/v1alpha1/namespaces/${ns.name}/agentcards`,
+      (
+        (await api.custom.listNamespacedCustomObject({
+          group: 'agentcard.dev',
+          version: 'v1alpha1',
+          plural: 'agentcards',
+          namespace: ns.name,
+        })) as { metadata: { resourceVersion: string } }
+      ).metadata.resourceVersion,
+    );
+    const before = await controllerWriteOutcomes(kc);
 
     const first = spawnOperator(ns.name, ['--no-leader-elect', '--no-probes', '--concurrency', '2']);
     await waitFor(
       'some ConfigMaps',
       async () => {
-        const list = await api.core.listNamespacedConfigMap({
-          namespace: ns.name,
-          labelSelector: 'app.kubernetes.io/managed-by=agentcard-operator',
-        });
+        const list = await api.core.listNamespacedConfigMap({ namespace: ns.name, labelSelector: managed });
         return list.items.length >= 8;
       },
       60_000,
@@ -85,10 +104,34 @@ describe('controller: writes', () => {
     try {
       await waitFor('all AgentCards Ready', async () => (await countReady(ns.name)) === names.length, 90_000);
       await sleep(2_000); // anything still to come would show up now
-      const after = await controllerWrites(kc);
-      // One ConfigMap apply and one status apply per card, across both processes.
-      expect(after.configMaps - before.configMaps).toBe(names.length);
-      expect(after.status - before.status).toBe(names.length);
+      const after = await controllerWriteOutcomes(kc);
+      // What was stored, across both processes: every ConfigMap created once and never rewritten
+      // (a second process that re-signed an already published card would show as MODIFIED: the
+      // ES256 signature differs each time), every AgentCard written once (its status).
+      const configMaps = configMapChanges.byName();
+      const cards = cardChanges.byName();
+      expect(configMaps).toEqual(Object.fromEntries(names.map((n) => [`${n}-agent-card`, ['ADDED']])));
+      expect(cards).toEqual(Object.fromEntries(names.map((n) => [n, ['MODIFIED']])));
+      // What was asked, as the API server counts it. A write the killed process had in flight is
+      // still counted when its connection drops: as 504 "request did not complete" (seen here in
+      // about one run in three; it had stored nothing, and the second process wrote that card),
+      // or, had the store completed first, as a success the second process then found done. So
+      // requests that did not succeed are at most the killed process's in flight (--concurrency
+      // 2, one write at a time per reconcile), and no more than one successful apply per card:
+      // an apply that changed nothing (no watch event) would still count here.
+      const ok = {
+        configMaps: after.configMaps.ok - before.configMaps.ok,
+        status: after.status.ok - before.status.ok,
+      };
+      const failed = {
+        configMaps: after.configMaps.failed - before.configMaps.failed,
+        status: after.status.failed - before.status.failed,
+      };
+      expect(failed.configMaps + failed.status).toBeLessThanOrEqual(2);
+      expect(ok.configMaps).toBeLessThanOrEqual(names.length);
+      expect(ok.configMaps + failed.configMaps).toBeGreaterThanOrEqual(names.length);
+      expect(ok.status).toBeLessThanOrEqual(names.length);
+      expect(ok.status + failed.status).toBeGreaterThanOrEqual(names.length);
       const events = await api.core.listNamespacedEvent({ namespace: ns.name });
       // Events are best effort: the killed process may lose the ones still queued, but no card
       // gets its Published event twice.
@@ -98,6 +141,8 @@ describe('controller: writes', () => {
       expect(new Set(published).size).toBe(published.length);
       expect(published.length).toBeGreaterThan(names.length - 10);
     } finally {
+      configMapChanges.stop();
+      cardChanges.stop();
       second.child.kill('SIGTERM');
       await second.exited;
     }
