@@ -1,11 +1,12 @@
 // Write discipline on the real control plane, counted by the API server itself
 // (apiserver_request_total, and a watch for what was stored): a restart mid-way neither repeats
 // nor loses a write, and a steady state with 100 AgentCards writes nothing at all.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { recordChanges } from '../support/changes.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import {
   Api,
+  type AgentCardLive,
   condition,
   controllerWriteOutcomes,
   controllerWrites,
@@ -48,6 +49,26 @@ async function createCards(namespace: string, count: number, secret: string): Pr
   return names;
 }
 
+/** The AgentCards that are not Ready, with their Ready condition's reason and message (at most 5). */
+async function notReady(namespace: string): Promise<string> {
+  const list = (await api.custom.listNamespacedCustomObject({
+    group: 'agentcard.dev',
+    version: 'v1alpha1',
+    plural: 'agentcards',
+    namespace,
+  })) as { items: AgentCardLive[] };
+  const waiting = list.items.filter((c) => condition(c, 'Ready')?.status !== 'True');
+  return (
+    waiting
+      .slice(0, 5)
+      .map((c) => {
+        const ready = condition(c, 'Ready');
+        return `${c.metadata.name} (${ready ? `${ready.reason}: ${ready.message}` : 'no status'})`;
+      })
+      .join(', ') + (waiting.length > 5 ? ` and ${waiting.length - 5} more` : '')
+  );
+}
+
 async function countReady(namespace: string): Promise<number> {
   const list = (await api.custom.listNamespacedCustomObject({
     group: 'agentcard.dev',
@@ -84,6 +105,10 @@ describe('controller: writes', () => {
         })) as { metadata: { resourceVersion: string } }
       ).metadata.resourceVersion,
     );
+    onTestFinished(() => {
+      configMapChanges.stop();
+      cardChanges.stop();
+    });
     const before = await controllerWriteOutcomes(kc);
 
     const first = spawnOperator(ns.name, ['--no-leader-elect', '--no-probes', '--concurrency', '2']);
@@ -102,7 +127,14 @@ describe('controller: writes', () => {
 
     const second = spawnOperator(ns.name, ['--no-leader-elect', '--no-probes', '--concurrency', '2']);
     try {
-      await waitFor('all AgentCards Ready', async () => (await countReady(ns.name)) === names.length, 90_000);
+      await waitFor(
+        'all AgentCards Ready',
+        async () => (await countReady(ns.name)) === names.length,
+        90_000,
+      ).catch(async (err: unknown) => {
+        // Which cards, and what their status says, so a timeout can be told from a lost write.
+        throw new Error(`${String(err)}; not Ready: ${await notReady(ns.name)}`);
+      });
       await sleep(2_000); // anything still to come would show up now
       const after = await controllerWriteOutcomes(kc);
       // What was stored, across both processes: every ConfigMap created once and never rewritten
@@ -146,8 +178,6 @@ describe('controller: writes', () => {
       expect(new Set(published).size).toBe(published.length);
       expect(published.length).toBeGreaterThan(names.length - 10);
     } finally {
-      configMapChanges.stop();
-      cardChanges.stop();
       second.child.kill('SIGTERM');
       await second.exited;
     }
