@@ -18,7 +18,10 @@ export interface Clock {
 }
 
 export const systemClock: Clock = {
-  now: () => Date.now(),
+  // Monotonic (performance.now on the epoch's scale), like the monotonic reading of Go's
+  // time.Now that client-go's deadlines use: a wall-clock step (NTP, a VM resumed) neither
+  // stretches nor cuts a lease deadline, a backoff or a dedupe window.
+  now: () => performance.timeOrigin + performance.now(),
   sleep: (ms, signal) => sleepFor(Math.max(0, ms), undefined, { signal }).catch(() => {}),
   timeout: (ms) => AbortSignal.timeout(Math.max(0, ms)),
   setTimer: (ms, fn) => {

@@ -7,10 +7,13 @@
  * - when the backlog is full the oldest pending event is dropped (and counted);
  * - a failed write is logged (without the message) and not retried.
  * The reconcile only plans events on state changes (controller/events.ts).
+ * The dedupe window and the flush timeout are read from an injected Clock (kube/clock.ts), so a
+ * unit test proves both on a manual clock without sleeping.
  */
 import type { Logger } from '../log.ts';
 import { createEvent, type EventInput } from './api.ts';
 import type { KubeClient } from './client.ts';
+import { systemClock, type Clock } from './clock.ts';
 import { describeApiError } from './errors.ts';
 
 export interface EventRecorderOptions {
@@ -25,6 +28,8 @@ export interface EventRecorderOptions {
   backlog?: number;
   /** Called before each Event write (for the API-writes metric). */
   onWrite?: () => void;
+  /** Time for the dedupe window and the flush timeout (a manual clock in tests). */
+  clock?: Clock;
 }
 
 export interface RecordedEvent {
@@ -41,6 +46,7 @@ export class EventRecorder {
   private readonly windowMs: number;
   private readonly concurrency: number;
   private readonly backlog: number;
+  private readonly clock: Clock;
   private readonly recent = new Map<string, number>();
   private readonly pending: Array<{ regarding: EventInput['regarding']; event: RecordedEvent }> = [];
   private inFlight = 0;
@@ -53,12 +59,13 @@ export class EventRecorder {
     this.windowMs = opts.dedupeWindowMs ?? 10 * 60_000;
     this.concurrency = opts.concurrency ?? 2;
     this.backlog = opts.backlog ?? 1_000;
+    this.clock = opts.clock ?? systemClock;
   }
 
   /** Queues an event for `regarding`; returns at once. */
   record(regarding: EventInput['regarding'], event: RecordedEvent): void {
     const key = `${regarding.uid}\u0000${event.type}\u0000${event.reason}\u0000${event.message}`;
-    const now = Date.now();
+    const now = this.clock.now();
     const last = this.recent.get(key);
     if (last !== undefined && now - last < this.windowMs) return;
     this.recent.delete(key);
@@ -75,10 +82,17 @@ export class EventRecorder {
   /** Resolves when every queued event has been written (or `timeoutMs` passed). */
   async flush(timeoutMs: number): Promise<void> {
     if (this.pending.length === 0 && this.inFlight === 0) return;
-    await Promise.race([
-      new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
-      new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref()),
-    ]);
+    await new Promise<void>((resolve) => {
+      // Whichever comes first (idle or the deadline) removes the other, so neither a timer nor a
+      // waiter is left behind when flush is called again while a write hangs.
+      const done = () => {
+        cancelTimer();
+        this.idleWaiters = this.idleWaiters.filter((w) => w !== done);
+        resolve();
+      };
+      this.idleWaiters.push(done);
+      const cancelTimer = this.clock.setTimer(timeoutMs, done);
+    });
   }
 
   private pump(): void {

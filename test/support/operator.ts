@@ -344,14 +344,21 @@ export async function apiGet(kc: KubeConfig, path: string): Promise<string> {
  * Sum of apiserver_request_total over the series whose labels match every given value, e.g.
  * {verb: 'PATCH', resource: 'configmaps'}.
  */
-export async function apiRequests(kc: KubeConfig, match: Record<string, string | string[]>): Promise<number> {
+export async function apiRequests(
+  kc: KubeConfig,
+  match: Record<string, string | string[] | ((value: string) => boolean)>,
+): Promise<number> {
   const text = await apiGet(kc, '/metrics');
   let total = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
     const ok = Object.entries(match).every(([k, v]) =>
-      Array.isArray(v) ? v.includes(labels[k] ?? '') : labels[k] === v,
+      typeof v === 'function'
+        ? v(labels[k] ?? '')
+        : Array.isArray(v)
+          ? v.includes(labels[k] ?? '')
+          : labels[k] === v,
     );
     if (ok) total += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
@@ -374,6 +381,28 @@ export async function controllerWrites(
     apiRequests(kc, { verb: writes, resource: PLURAL, subresource: '' }),
   ]);
   return { configMaps, status, cards };
+}
+
+/**
+ * The same patches of ConfigMaps and of AgentCard status, split by the API server's answer:
+ * `ok` (2xx) and `failed` (anything else). A request whose client went away before the answer
+ * (a process killed mid-request) is still counted by the API server, as 504 "request did not
+ * complete", though it normally stored nothing.
+ */
+export async function controllerWriteOutcomes(kc: KubeConfig): Promise<{
+  configMaps: { ok: number; failed: number };
+  status: { ok: number; failed: number };
+}> {
+  const patch = ['PATCH', 'APPLY'];
+  const ok = (code: string) => code.startsWith('2');
+  const failed = (code: string) => !code.startsWith('2');
+  const [cmOk, cmFailed, stOk, stFailed] = await Promise.all([
+    apiRequests(kc, { verb: patch, resource: 'configmaps', subresource: '', code: ok }),
+    apiRequests(kc, { verb: patch, resource: 'configmaps', subresource: '', code: failed }),
+    apiRequests(kc, { verb: patch, resource: PLURAL, subresource: 'status', code: ok }),
+    apiRequests(kc, { verb: patch, resource: PLURAL, subresource: 'status', code: failed }),
+  ]);
+  return { configMaps: { ok: cmOk, failed: cmFailed }, status: { ok: stOk, failed: stFailed } };
 }
 
 /** A value of one metric series from a Prometheus text page. */

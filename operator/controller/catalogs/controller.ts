@@ -34,6 +34,7 @@ import {
 } from '../../api/names.ts';
 import { applyConfigMap, applyStatus, collectionPath, readOptional } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
+import { systemClock, type Clock } from '../../kube/clock.ts';
 import { describeApiError, isNotFound } from '../../kube/errors.ts';
 import { ResilientInformer } from '../../kube/informer.ts';
 import type { Logger } from '../../log.ts';
@@ -69,6 +70,8 @@ export interface CatalogControllerOptions {
   resyncMs: number;
   /** Counts API writes (the operator's metrics). */
   onWrite?: (resource: string) => void;
+  /** Time for the work queue and the rest between rebuilds (a manual clock in tests). */
+  clock?: Clock;
 }
 
 type CatalogRef = { kind: CatalogKind; namespace: string; name: string };
@@ -82,6 +85,7 @@ export class CatalogController {
   readonly queue: WorkQueue;
   private readonly opts: CatalogControllerOptions;
   private readonly log: Logger;
+  private readonly clock: Clock;
   private readonly cluster: boolean;
   private readonly catalogs = new Map<string, ResilientInformer<CatalogObject & KubernetesObject>>();
   private clusterCatalogs?: ResilientInformer<CatalogObject & KubernetesObject>;
@@ -101,8 +105,10 @@ export class CatalogController {
     this.opts = opts;
     this.log = opts.log.child({ controller: 'catalogs' });
     this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
+    this.clock = opts.clock ?? systemClock;
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency ?? 2,
+      clock: this.clock,
       onError: (key, err, retryInMs) =>
         this.log.warn('catalog reconcile failed; retrying', {
           catalog: key,
@@ -117,6 +123,7 @@ export class CatalogController {
         client: opts.client,
         path: collectionPath(api, CATALOG_PLURAL, ns || undefined),
         log: opts.log,
+        clock: this.clock,
       });
       this.watchCatalogs(inf, CATALOG_KIND);
       this.catalogs.set(ns, inf);
@@ -127,6 +134,7 @@ export class CatalogController {
         client: opts.client,
         path: `${api}/${CLUSTER_CATALOG_PLURAL}`,
         log: opts.log,
+        clock: this.clock,
       });
       this.watchCatalogs(this.clusterCatalogs, CLUSTER_CATALOG_KIND);
       this.namespaces = new ResilientInformer<V1Namespace>({
@@ -134,6 +142,7 @@ export class CatalogController {
         client: opts.client,
         path: '/api/v1/namespaces',
         log: opts.log,
+        clock: this.clock,
         trim: (ns) => {
           ns.metadata = {
             name: ns.metadata?.name,
@@ -284,7 +293,7 @@ export class CatalogController {
     if (!this.started) return;
     if (delayMs <= 0) return this.queue.add(key);
     const last = this.lastBuild.get(key);
-    const rest = last ? last.endedAt + BUILD_SHARE * last.ms - performance.now() : 0;
+    const rest = last ? last.endedAt + BUILD_SHARE * last.ms - this.clock.now() : 0;
     this.queue.addAfter(key, Math.max(delayMs, rest));
   }
 
@@ -441,11 +450,11 @@ export class CatalogController {
   // ---- the reconcile -------------------------------------------------------------------------
 
   async reconcile(key: string): Promise<void> {
-    const started = performance.now();
+    const started = this.clock.now();
     try {
       await this.reconcileCatalog(key);
     } finally {
-      const endedAt = performance.now();
+      const endedAt = this.clock.now();
       this.lastBuild.set(key, { ms: endedAt - started, endedAt });
     }
   }
