@@ -35,7 +35,7 @@ import { planReconcile, type AgentCardObject } from './plan.ts';
 import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
-import { referencedSecretNames, SecretIndex } from './secret-index.ts';
+import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue, type QueueGate } from './workqueue.ts';
@@ -73,7 +73,7 @@ export class Controller {
   private readonly informers = new Map<string, Informers>();
   private readonly secretIndex = new SecretIndex();
   private readonly seenGeneration = new Map<string, number>();
-  private readonly seenSecretVersion = new Map<string, string>();
+  private readonly secretVersions = new SecretVersions();
   /**
    * A digest of the controller-owned status each card should have (what the last reconcile
    * planned), so that a status someone else edits is noticed and corrected at once, not at the
@@ -127,12 +127,12 @@ export class Controller {
     configMaps.on('add', (obj) => this.onConfigMap(obj, false));
     configMaps.on('update', (obj) => this.onConfigMap(obj, false));
     configMaps.on('delete', (obj) => this.onConfigMap(obj, true));
-    secrets.on('add', (obj) => this.onSecret(obj, false));
-    secrets.on('update', (obj) => this.onSecret(obj, false));
-    secrets.on('delete', (obj) => this.onSecret(obj, true));
-    secretMetadata.on('add', (obj) => this.onSecret(obj, false));
-    secretMetadata.on('update', (obj) => this.onSecret(obj, false));
-    secretMetadata.on('delete', (obj) => this.onSecret(obj, true));
+    secrets.on('add', (obj) => this.onSecret('data', obj, false));
+    secrets.on('update', (obj) => this.onSecret('data', obj, false));
+    secrets.on('delete', (obj) => this.onSecret('data', obj, true));
+    secretMetadata.on('add', (obj) => this.onSecret('metadata', obj, false));
+    secretMetadata.on('update', (obj) => this.onSecret('metadata', obj, false));
+    secretMetadata.on('delete', (obj) => this.onSecret('metadata', obj, true));
     pods.on('add', (obj) => this.onPod(obj, false));
     pods.on('update', (obj) => this.onPod(obj, false));
     pods.on('delete', (obj) => this.onPod(obj, true));
@@ -272,13 +272,9 @@ export class Controller {
    * A Secret appeared, changed or went (from the labelled-Secret cache or the metadata watch of
    * all Secrets; the resourceVersion check lets only the first of the two re-queue).
    */
-  private onSecret(obj: V1Secret | KubernetesObject, deleted: boolean): void {
+  private onSecret(source: 'data' | 'metadata', obj: V1Secret | KubernetesObject, deleted: boolean): void {
     const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
-    const rv = obj.metadata?.resourceVersion ?? '';
-    if (deleted) this.seenSecretVersion.delete(key);
-    else if (this.seenSecretVersion.get(key) === rv)
-      return; // a relist replaying an unchanged Secret
-    else this.seenSecretVersion.set(key, rv);
+    if (!this.secretVersions.changed(source, key, obj.metadata?.resourceVersion ?? '', deleted)) return;
     for (const card of this.secretIndex.cardsFor(key)) this.enqueue(card);
   }
 
