@@ -111,7 +111,8 @@ function guarded(base: string, fields: string[], then: (expr: string) => string)
 
 export interface PolicyRule {
   variable: { name: string; expression: string };
-  validation: { expression: string; messageExpression: string; reason: 'Invalid' };
+  /** No `reason`: the API server's default, Invalid (422), is the right one. */
+  validation: { expression: string; messageExpression: string };
 }
 
 const fieldsOf = (steps: Step[]) => steps.map((s) => ('field' in s ? s.field : undefined));
@@ -145,7 +146,6 @@ export function nestingRules(spec: Schema, maxDepth = MAX_NESTING_DEPTH): Policy
         validation: {
           expression: `variables.${name}`,
           messageExpression: `'${path}: ${limit}'`,
-          reason: 'Invalid',
         },
       };
     }
@@ -159,7 +159,6 @@ export function nestingRules(spec: Schema, maxDepth = MAX_NESTING_DEPTH): Policy
       validation: {
         expression: `!(false in variables.${name})`,
         messageExpression: `'${path}[' + string(variables.${name}.indexOf(false)) + ']${tail}: ${limit}'`,
-        reason: 'Invalid',
       },
     };
   });
