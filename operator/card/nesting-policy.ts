@@ -205,6 +205,12 @@ spec:
         apiVersions: [${JSON.stringify(version)}]
         operations: ["CREATE", "UPDATE"]
         resources: [${JSON.stringify(plural)}]
+  # An UPDATE that leaves spec as it was (labels, annotations) is not checked: an AgentCard stored
+  # before the policy existed can still be labelled or annotated (GitOps tools do) and deleted;
+  # the controller reports its spec.
+  matchConditions:
+    - name: spec-changed
+      expression: "request.operation != 'UPDATE' || object.spec != oldObject.spec"
 ${indented}
 ---
 apiVersion: admissionregistration.k8s.io/v1

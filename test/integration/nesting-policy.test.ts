@@ -89,6 +89,8 @@ beforeAll(async () => {
   );
   expect(rendered.stderr).toBe('');
   policyYaml = rendered.stdout;
+  // Stored before the policy exists (an upgrade from a release without it).
+  expect((await applyCard('before', specWith(nested(40)))).code).toBe(0);
   const applied = await kubectl(['apply', '-f', '-'], policyYaml);
   expect(applied.stderr).toBe('');
   op = await startOperator(ns.name, ['--resync', '10m']);
@@ -178,6 +180,16 @@ describe('kubectl create / replace of an AgentCard', () => {
     const extensions = (stored!.spec.card as { capabilities: { extensions: { params: unknown }[] } })
       .capabilities.extensions;
     expect(extensions[1]!.params).toEqual({ shallow: true });
+  });
+
+  it('a card stored before the policy can still be labelled (spec unchanged: not checked), but not changed while too deep', async () => {
+    const labelled = await kubectl(['label', '--namespace', ns.name, 'agentcard', 'before', 'team=a']);
+    expect(labelled.stderr).toBe('');
+    expect(labelled.code).toBe(0);
+    expect((await api.getCard(ns.name, 'before'))!.metadata).toMatchObject({ labels: { team: 'a' } });
+    const changed = await replaceCard('before', specWith(nested(41)));
+    expect(changed.code).not.toBe(0);
+    expect(changed.stderr).toContain('spec.card.capabilities.extensions[1].params: nested more than 32');
   });
 
   it('a deep params the policy cannot afford to walk (its CEL cost limit) is admitted (Ignore); the controller reports InvalidSpec', async () => {

@@ -61,6 +61,7 @@ type NestingPolicy = K8sObject & {
   spec: {
     failurePolicy: string;
     matchConstraints: { resourceRules: unknown[] };
+    matchConditions: { name: string; expression: string }[];
     validations: { expression: string }[];
   };
 };
@@ -390,6 +391,10 @@ describe('RBAC', async () => {
     ]);
     expect(policy.spec.validations.map((v) => v.expression)).toEqual([
       '!(false in variables.card_capabilities_extensions_params)',
+    ]);
+    // Updates that leave spec alone (labels, annotations) are not checked.
+    expect(policy.spec.matchConditions).toEqual([
+      { name: 'spec-changed', expression: "request.operation != 'UPDATE' || object.spec != oldObject.spec" },
     ]);
     const binding = r.one('ValidatingAdmissionPolicyBinding', `${fullname}-nesting`) as NestingBinding;
     expect(binding.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
