@@ -8,6 +8,7 @@
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { AgentCardSpecSchema, AgentCardStatusSchema } from './resource.ts';
+import { policyTemplate } from './nesting-policy.ts';
 import { CATEGORIES, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from '../api/names.ts';
 
 export const CRD_FILE = `crds/${GROUP}_${PLURAL}.yaml`;
@@ -134,7 +135,7 @@ export function buildCrd(): Record<string, unknown> {
                 },
                 kind: { type: 'string', description: 'Kind of this object (AgentCard).' },
                 metadata: { type: 'object' },
-                spec: toStructural(jsonSchema(AgentCardSpecSchema), 'spec'),
+                spec: specSchema(),
                 status: toStructural(jsonSchema(AgentCardStatusSchema), 'status'),
               },
             },
@@ -152,3 +153,9 @@ export function crdYaml(): string {
     stringify(buildCrd(), { lineWidth: 0 })
   );
 }
+
+/** The spec's structural schema, as in the CRD. */
+export const specSchema = (): Schema => toStructural(jsonSchema(AgentCardSpecSchema), 'spec');
+
+/** The chart's ValidatingAdmissionPolicy template for the nesting limit (nesting-policy.ts). */
+export const nestingPolicyYaml = (): string => policyTemplate(specSchema(), GROUP, VERSION, PLURAL);

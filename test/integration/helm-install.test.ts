@@ -64,7 +64,17 @@ beforeAll(async () => {
     },
     setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
   );
-  const result = await helm(['install', release, chartDir, '--namespace', ns.name]);
+  const result = await helm([
+    'install',
+    release,
+    chartDir,
+    '--namespace',
+    ns.name,
+    // The nesting policy checks only this namespace: other test files store deep AgentCards on
+    // purpose (the controller's own check) on the same control plane.
+    '--set-json',
+    `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${ns.name}"}}`,
+  ]);
   expect(result.stderr).not.toMatch(/Error/);
   expect(result.code).toBe(0);
 });
@@ -114,6 +124,42 @@ describe('helm install into the control plane', () => {
     expect(result.stdout).toMatch(/agentcard\.agentcard\.dev\/\S+ created \(server dry run\)/);
     expect(result.stdout).toMatch(/deployment\.apps\/support-agent created/);
     expect(result.stdout).toMatch(/ingress\.networking\.k8s\.io\/support-agent created/);
+  });
+
+  it('refuses an AgentCard nested past the limit at apply time (the nesting policy), naming the field', async () => {
+    let params: unknown = {};
+    for (let i = 0; i < 100; i++) params = { a: params };
+    const card = (name: string) => ({
+      apiVersion: 'agentcard.dev/v1alpha1',
+      kind: 'AgentCard',
+      metadata: { name, namespace: ns.name },
+      spec: {
+        card: {
+          name: 'Deep',
+          description: 'nested params',
+          version: '1.0.0',
+          supportedInterfaces: [
+            { url: 'https://deep.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          ],
+          capabilities: { extensions: [{ uri: 'https://x.example/e', params }] },
+          defaultInputModes: ['text/plain'],
+          defaultOutputModes: ['text/plain'],
+          skills: [{ id: 's', name: 'S', description: 'a skill', tags: ['t'] }],
+        },
+      },
+    });
+    // A new policy takes effect once the API server has loaded it: server-side dry runs until then.
+    const result = await waitFor('the nesting policy to refuse', async () => {
+      const r = await runTool('kubectl', ['create', '--dry-run=server', '-f', '-'], {
+        kubeconfig: kubeconfigPath(),
+        input: JSON.stringify(card('deep')),
+      });
+      return r.code !== 0 ? r : undefined;
+    });
+    expect(result.stderr).toContain(`ValidatingAdmissionPolicy '${release}-agentcard-operator-nesting'`);
+    expect(result.stderr).toContain(
+      'spec.card.capabilities.extensions[0].params: nested more than 32 levels deep',
+    );
   });
 
   it("narrows the ServiceAccount's writes below RBAC with the ValidatingAdmissionPolicy", async () => {

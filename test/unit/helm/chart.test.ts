@@ -57,6 +57,18 @@ type Service = K8sObject & {
   spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] };
 };
 
+type NestingPolicy = K8sObject & {
+  spec: {
+    failurePolicy: string;
+    matchConstraints: { resourceRules: unknown[] };
+    matchConditions: { name: string; expression: string }[];
+    validations: { expression: string }[];
+  };
+};
+type NestingBinding = K8sObject & {
+  spec: { policyName: string; validationActions: string[]; matchResources?: unknown };
+};
+
 const fullname = `${RELEASE}-agentcard-operator`;
 
 function operatorContainer(d: Deployment): Container {
@@ -350,7 +362,7 @@ describe('RBAC', async () => {
   });
 
   it('narrows writes RBAC cannot limit with a ValidatingAdmissionPolicy bound to the ServiceAccount', () => {
-    const policy = r.one('ValidatingAdmissionPolicy') as K8sObject & {
+    const policy = r.one('ValidatingAdmissionPolicy', `${fullname}-writes`) as K8sObject & {
       spec: { matchConditions: { expression: string }[]; validations: { expression: string }[] };
     };
     expect(policy.spec.matchConditions[0]!.expression).toBe(
@@ -360,9 +372,31 @@ describe('RBAC', async () => {
     expect(rules).toContain(`object.metadata.name == "${fullname}-webhook-tls"`);
     expect(rules).toContain('object.metadata.name == "agentcard-operator"');
     expect(rules).toContain('variables.ownedByAgentCard');
-    const binding = r.one('ValidatingAdmissionPolicyBinding') as K8sObject & {
+    const binding = r.one('ValidatingAdmissionPolicyBinding', `${fullname}-writes`) as K8sObject & {
       spec: { policyName: string; validationActions: string[] };
     };
+    expect(binding.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
+  });
+
+  it('refuses over-deep AgentCards at apply time with the nesting policy (failurePolicy Ignore), in every namespace', () => {
+    const policy = r.one('ValidatingAdmissionPolicy', `${fullname}-nesting`) as NestingPolicy;
+    expect(policy.spec.failurePolicy).toBe('Ignore');
+    expect(policy.spec.matchConstraints.resourceRules).toEqual([
+      {
+        apiGroups: ['agentcard.dev'],
+        apiVersions: ['v1alpha1'],
+        operations: ['CREATE', 'UPDATE'],
+        resources: ['agentcards'],
+      },
+    ]);
+    expect(policy.spec.validations.map((v) => v.expression)).toEqual([
+      '!(false in variables.card_capabilities_extensions_params)',
+    ]);
+    // Updates that leave spec alone (labels, annotations) are not checked.
+    expect(policy.spec.matchConditions).toEqual([
+      { name: 'spec-changed', expression: "request.operation != 'UPDATE' || object.spec != oldObject.spec" },
+    ]);
+    const binding = r.one('ValidatingAdmissionPolicyBinding', `${fullname}-nesting`) as NestingBinding;
     expect(binding.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
   });
 
@@ -392,6 +426,52 @@ describe('namespace-scoped mode (watchNamespaces)', async () => {
       .filter((x) => !x.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'])
       .flatMap((x) => x.rules);
     expect(clusterRules.map((x) => x.resources).flat()).toEqual(['mutatingwebhookconfigurations']);
+  });
+});
+
+describe('nesting policy switches', () => {
+  it('nestingPolicy.enabled=false renders neither the policy nor its binding', async () => {
+    const r = await render({ nestingPolicy: { enabled: false } });
+    expect(r.maybe('ValidatingAdmissionPolicy', `${fullname}-nesting`)).toBeUndefined();
+    expect(r.maybe('ValidatingAdmissionPolicyBinding', `${fullname}-nesting`)).toBeUndefined();
+    expect(r.maybe('ValidatingAdmissionPolicy', `${fullname}-writes`)).toBeDefined();
+  });
+
+  it('failurePolicy Fail is passed through; other values are refused by the values schema', async () => {
+    const r = await render({ nestingPolicy: { failurePolicy: 'Fail' } });
+    expect(
+      (r.one('ValidatingAdmissionPolicy', `${fullname}-nesting`) as NestingPolicy).spec.failurePolicy,
+    ).toBe('Fail');
+    const bad = await helmWithValues(['template', RELEASE, chartDir], {
+      nestingPolicy: { failurePolicy: 'Maybe' },
+    });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/nestingPolicy/);
+  });
+
+  it('binds only the watched namespaces in namespace-scoped mode, or the namespaceSelector given', async () => {
+    const scoped = await render({ watchNamespaces: ['team-a', 'team-b'] });
+    expect(
+      (scoped.one('ValidatingAdmissionPolicyBinding', `${fullname}-nesting`) as NestingBinding).spec
+        .matchResources,
+    ).toEqual({
+      namespaceSelector: {
+        matchExpressions: [
+          { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] },
+        ],
+      },
+    });
+    const selector = { matchLabels: { 'agentcard.dev/checked': 'true' } };
+    const chosen = await render({
+      watchNamespaces: ['team-a'],
+      nestingPolicy: { namespaceSelector: selector },
+    });
+    expect(
+      (chosen.one('ValidatingAdmissionPolicyBinding', `${fullname}-nesting`) as NestingBinding).spec
+        .matchResources,
+    ).toEqual({
+      namespaceSelector: selector,
+    });
   });
 });
 
