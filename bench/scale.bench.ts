@@ -13,7 +13,8 @@
  *
  * At the largest size the operator is then started again on the published cards with probes on
  * (every interface points at real @a2a-js/sdk peers on loopback addresses, probed every 60 s):
- * peak RSS, CPU per core over the measured window, API writes during a steady window (goal 0),
+ * peak RSS, CPU per core over the measured window, API writes during a steady window (goal 0)
+ * that starts once a watch has seen every interface's first verdict and the writes have stopped,
  * then the time from a spec change to the new card in the ConfigMap, one card at a time.
  * Results go to the `## Controller scale` section of docs/BENCHMARKS.md, with docs/scale.svg.
  *
@@ -120,6 +121,20 @@ async function writeCounters(kc: KubeConfig): Promise<Record<string, number>> {
   return out;
 }
 
+/** Resolves true once the write counters have not moved for `quietMs` (false after `limitMs`). */
+async function writesQuiet(kc: KubeConfig, quietMs: number, limitMs: number): Promise<boolean> {
+  const until = performance.now() + limitMs;
+  let last = JSON.stringify(await writeCounters(kc));
+  let since = performance.now();
+  while (performance.now() < until) {
+    await sleep(1_000);
+    const now = JSON.stringify(await writeCounters(kc));
+    if (now !== last) [last, since] = [now, performance.now()];
+    else if (performance.now() - since >= quietMs) return true;
+  }
+  return false;
+}
+
 /** Where card i's interfaces point: the peers in turn (example.com hosts when there are none). */
 let peers: PeerUrls[] = [];
 function interfaces(i: number) {
@@ -183,13 +198,26 @@ async function prepareNamespace(kc: KubeConfig, name: string, n: number): Promis
   return names;
 }
 
-/** Starts the operator; resolves when every AgentCard in `namespace` is Ready. */
-/** Watches `namespace` and resolves `all` once every AgentCard has been seen Ready. */
+/**
+ * Watches `namespace`: `all` resolves once every AgentCard has been seen Ready, `probed` once
+ * every one has its interfaces' first verdict in its status (InterfacesReachable neither
+ * pending nor disabled, a lastProbeTime on each interface); `earliestProbeMs` is the oldest
+ * lastProbeTime seen then (the 10-minute status refresh counts from it).
+ */
 async function watchReady(kc: KubeConfig, namespace: string, n: number) {
   const ready = new Set<string>();
+  const probed = new Set<string>();
+  let earliestProbeMs = Infinity;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
-  type Card = KubernetesObject & { status?: { conditions?: Array<{ type: string; status: string }> } };
+  let resolveProbed!: () => void;
+  const allProbed = new Promise<void>((r) => (resolveProbed = r));
+  type Card = KubernetesObject & {
+    status?: {
+      conditions?: Array<{ type: string; status: string; reason?: string }>;
+      interfaces?: Array<{ lastProbeTime?: string }>;
+    };
+  };
   const custom = kc.makeApiClient(CustomObjectsApi);
   const informer = makeInformer<Card>(
     kc,
@@ -198,14 +226,29 @@ async function watchReady(kc: KubeConfig, namespace: string, n: number) {
       (await custom.listNamespacedCustomObject({ ...RESOURCE, namespace })) as KubernetesListObject<Card>,
   );
   const seen = (obj: Card) => {
-    if (obj.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
-      ready.add(obj.metadata!.name!);
+    const name = obj.metadata!.name!;
+    if (obj.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ready.add(name);
     if (ready.size === n) resolveAll();
+    const reachable = obj.status?.conditions?.find((c) => c.type === 'InterfacesReachable');
+    const interfaces = obj.status?.interfaces ?? [];
+    if (
+      reachable &&
+      reachable.reason !== 'ProbesPending' &&
+      reachable.reason !== 'ProbesDisabled' &&
+      interfaces.length === 3 &&
+      interfaces.every((i) => i.lastProbeTime)
+    ) {
+      if (!probed.has(name)) {
+        probed.add(name);
+        for (const i of interfaces) earliestProbeMs = Math.min(earliestProbeMs, Date.parse(i.lastProbeTime!));
+      }
+    } else probed.delete(name);
+    if (probed.size === n) resolveProbed();
   };
   informer.on('add', seen);
   informer.on('update', seen);
   await informer.start();
-  return { all, stop: () => informer.stop() };
+  return { all, allProbed, earliestProbeMs: () => earliestProbeMs, stop: () => informer.stop() };
 }
 
 /**
@@ -483,21 +526,27 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
   const guard = setTimeout(() => op.child.kill('SIGKILL'), (STEADY_S + 30 * 60) * 1000);
   try {
     // First rounds spread over [0.5, 1.5] x the interval; each card's status changes once (its
-    // interfaces become Reachable). Wait until that has settled: every card Ready with probes.
-    const readyProbed = async () => {
-      for (;;) {
-        const metric = await operatorMetrics(op);
-        const probed = metric('agentcard_probe_success') || 0;
-        if (probed >= n * 3) return;
-        if (op.child.exitCode !== null) throw new Error(`operator exited: ${op.stderr()}`);
-        await sleep(2_000);
-      }
-    };
-    await watcher.all;
-    await Promise.race([readyProbed(), sleep(2.5 * PROBE_INTERVAL_S * 1000)]);
-    await sleep(PROBE_INTERVAL_S * 1000); // one more interval, so the last first-round writes land
+    // interfaces get their first verdict). The steady window starts when the watch has seen that
+    // status on every card, i.e. once the last of those writes has landed.
+    const exited = op.exited.then(() => Promise.reject(new Error(`operator exited: ${op.stderr()}`)));
+    await Promise.race([Promise.all([watcher.all, watcher.allProbed]), exited]);
+    // Their Events go out in the background (2 in flight): wait until the API server has counted
+    // no write for 5 s in a row (at most 2 minutes).
+    if (!(await writesQuiet(kc, 5_000, 120_000)))
+      log('probes: the API writes did not stop for 5 s within 2 minutes; measuring anyway');
     const warmupSeconds = (performance.now() - op.started) / 1000;
-    log(`probes: warm-up done after ${warmupSeconds.toFixed(0)} s; steady window of ${STEADY_S} s`);
+    log(
+      `probes: every interface has its first verdict and the writes are quiet after ${warmupSeconds.toFixed(0)} s; ` +
+        `steady window of ${STEADY_S} s`,
+    );
+    // An unchanged interface's lastProbeTime is rewritten after --probe-status-refresh (10 min by
+    // default): a window that reaches it measures that refresh, not the steady state.
+    const refreshAt = watcher.earliestProbeMs() + 10 * 60_000;
+    if (Date.now() + STEADY_S * 1000 > refreshAt)
+      log(
+        `probes: the steady window ends ${((Date.now() + STEADY_S * 1000 - refreshAt) / 1000).toFixed(0)} s after ` +
+          'the first 10-minute status refresh is due; its writes will count',
+      );
 
     const beforeWrites = await writeCounters(kc);
     const cpu0 = processUsage(op.child.pid!).cpuSeconds;

@@ -54,7 +54,7 @@ async function serveOurs(): Promise<void> {
     operatorNamespace: namespace!,
     sidecarImage: 'registry.example/agentcard:bench',
     sidecarMode: 'auto',
-    // The operator logs one line per injection to stdout; so does this child (to /dev/null).
+    // The operator's logger at its default level (info: injections are logged at debug), to /dev/null.
     logger: createLogger({ bench: 'webhook' }, { write: (line) => process.stdout.write(line) }),
     registry: new Registry(),
     extraHosts: ['127.0.0.1'],

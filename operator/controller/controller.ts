@@ -14,6 +14,8 @@
  * - a Pod that asks for the card (annotation agentcard.dev/inject) appears, goes, or gains or
  *   loses the sidecar (status.serving);
  * - the periodic resync (every AgentCard, e.g. every 10 minutes).
+ * The first reconcile of every card, the resync, probe verdicts and a Secret many cards share
+ * are background work: queued `low`, so that a spec change (or any other edit) goes first.
  *
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
@@ -38,7 +40,7 @@ import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import { WorkQueue, type QueueGate } from './workqueue.ts';
+import { WorkQueue, type Priority, type QueueGate } from './workqueue.ts';
 import { isOutage } from '../kube/health.ts';
 import { WriteOverlay } from './write-overlay.ts';
 
@@ -169,7 +171,7 @@ export class Controller {
     this.started = true;
     const keys = this.cardKeys();
     this.log.info('caches synced; reconciling', { agentCards: keys.length });
-    for (const key of keys) this.queue.add(key);
+    for (const key of keys) this.queue.add(key, 'low');
     this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
   }
 
@@ -199,8 +201,8 @@ export class Controller {
     return keys;
   }
 
-  private enqueue(key: string): void {
-    if (this.started) this.queue.add(key);
+  private enqueue(key: string, priority: Priority = 'high'): void {
+    if (this.started) this.queue.add(key, priority);
   }
 
   private scopeOf(namespace: string): Informers | undefined {
@@ -270,12 +272,14 @@ export class Controller {
 
   /**
    * A Secret appeared, changed or went (from the labelled-Secret cache or the metadata watch of
-   * all Secrets; the resourceVersion check lets only the first of the two re-queue).
+   * all Secrets; each re-queues once per version it reports, see SecretVersions).
    */
   private onSecret(source: 'data' | 'metadata', obj: V1Secret | KubernetesObject, deleted: boolean): void {
     const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
     if (!this.secretVersions.changed(source, key, obj.metadata?.resourceVersion ?? '', deleted)) return;
-    for (const card of this.secretIndex.cardsFor(key)) this.enqueue(card);
+    // A Secret many cards share (a signing key) re-signs them in the background.
+    const cards = this.secretIndex.cardsFor(key);
+    for (const card of cards) this.enqueue(card, cards.length > 1 ? 'low' : 'high');
   }
 
   // ---- reads with read-your-writes -----------------------------------------------------------
@@ -420,9 +424,9 @@ export class Controller {
     if (publishError) throw publishError;
   }
 
-  /** Re-queues one card (probe verdict changes). */
+  /** Re-queues one card, behind any change to act on (probe verdict changes). */
   requeue(key: string): void {
-    this.enqueue(key);
+    this.enqueue(key, 'low');
   }
 
   /** The controller-owned status of a card as this controller sees it now (probe wiring). */

@@ -8,7 +8,12 @@
  * - shutdown stops taking work and waits for the runs in flight;
  * - an optional gate (kube/health.ts's circuit breaker) holds every key while the API server is
  *   away, then lets one through as a probe, so an outage costs a few failed writes rather than
- *   one per key and retry.
+ *   one per key and retry;
+ * - two priorities, as controller-runtime's priority queue (pkg/controller/priorityqueue) has:
+ *   background work (the initial list, the periodic resync, probe verdicts) is queued `low`,
+ *   and a key queued `high` (a change someone made) starts before every `low` key. A key queued
+ *   at both is queued once, at the higher. At 10,000 AgentCards a resync is ~90 s of reconciles;
+ *   a spec change must not wait behind them.
  */
 import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
 import { systemClock, type Clock } from '../kube/clock.ts';
@@ -16,6 +21,9 @@ import { systemClock, type Clock } from '../kube/clock.ts';
 /** What a handler may ask for: run this key again after a delay even though it succeeded. */
 export type HandlerResult = void | { requeueAfterMs?: number };
 export type Handler = (key: string) => Promise<HandlerResult>;
+
+/** `high`: a change to act on now; `low`: background work (initial list, resync, probe verdicts). */
+export type Priority = 'high' | 'low';
 
 /** What the queue asks before starting work (kube/health.ts's ApiHealth is one). */
 export interface QueueGate {
@@ -48,12 +56,15 @@ export class WorkQueue {
   private readonly onDepth: (depth: number) => void;
   private readonly onError: (key: string, err: unknown, retryInMs: number) => void;
 
-  /** Keys waiting for a worker, in arrival order (a Set keeps insertion order and dedupes). */
-  private readonly queued = new Set<string>();
+  /**
+   * Keys waiting for a worker, in arrival order per priority (a Set keeps insertion order and
+   * dedupes). A key is in at most one of the two.
+   */
+  private readonly queued = { high: new Set<string>(), low: new Set<string>() };
   /** Keys a worker is running now. */
   private readonly processing = new Set<string>();
-  /** Keys added while they were being processed: queued again when their run ends. */
-  private readonly dirty = new Set<string>();
+  /** Keys added while they were being processed (at the highest priority asked): queued again when their run ends. */
+  private readonly dirty = new Map<string, Priority>();
   /** Delayed adds (backoff retries, requeue-after, resync are not delayed). */
   private readonly delayed = new Map<string, { at: number; cancel: () => void }>();
   /** Consecutive failures per key, for the backoff. */
@@ -82,25 +93,34 @@ export class WorkQueue {
     this.gate?.onRecover(() => this.pump());
   }
 
-  /** Queues a key now. Ignored after shutdown started. */
-  add(key: string): void {
+  /** Queues a key now (default `high`). Ignored after shutdown started. */
+  add(key: string, priority: Priority = 'high'): void {
     if (this.stopping) return;
-    if (this.processing.has(key)) this.dirty.add(key);
-    else this.queued.add(key);
+    if (this.processing.has(key)) {
+      if (this.dirty.get(key) !== 'high') this.dirty.set(key, priority);
+    } else this.enqueue(key, priority);
     this.pump();
   }
 
+  /** Puts a key that is not running in its lane; a `high` add moves a `low` key up, never down. */
+  private enqueue(key: string, priority: Priority): void {
+    if (priority === 'high') {
+      this.queued.low.delete(key);
+      this.queued.high.add(key);
+    } else if (!this.queued.high.has(key)) this.queued.low.add(key);
+  }
+
   /** Queues a key after `ms`; an earlier pending delayed add of the same key wins. */
-  addAfter(key: string, ms: number): void {
+  addAfter(key: string, ms: number, priority: Priority = 'high'): void {
     if (this.stopping) return;
-    if (ms <= 0) return this.add(key);
+    if (ms <= 0) return this.add(key, priority);
     const at = this.clock.now() + ms;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;
     existing?.cancel();
     const cancel = this.clock.setTimer(ms, () => {
       this.delayed.delete(key);
-      this.add(key);
+      this.add(key, priority);
     });
     this.delayed.set(key, { at, cancel });
   }
@@ -117,7 +137,7 @@ export class WorkQueue {
 
   /** Keys waiting for a worker (the `workqueue_depth` metric). */
   get depth(): number {
-    return this.queued.size;
+    return this.queued.high.size + this.queued.low.size;
   }
 
   /** Keys being processed now. */
@@ -125,12 +145,12 @@ export class WorkQueue {
     return this.processing.size;
   }
 
-  /** Adds every key that `listKeys` returns, every `intervalMs`. */
+  /** Adds every key that `listKeys` returns, every `intervalMs`, at `low` priority. */
   startResync(intervalMs: number, listKeys: () => Iterable<string>): void {
     this.stopResync();
     if (intervalMs <= 0) return;
     const tick = () => {
-      for (const key of listKeys()) this.add(key);
+      for (const key of listKeys()) this.add(key, 'low');
       this.cancelResync = this.clock.setTimer(intervalMs, tick);
     };
     this.cancelResync = this.clock.setTimer(intervalMs, tick);
@@ -143,7 +163,7 @@ export class WorkQueue {
 
   /** Resolves when nothing is queued or running (delayed adds do not count). */
   idle(): Promise<void> {
-    if (this.queued.size === 0 && this.processing.size === 0) return Promise.resolve();
+    if (this.depth === 0 && this.processing.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -158,7 +178,8 @@ export class WorkQueue {
     this.cancelGateTimer = undefined;
     for (const { cancel } of this.delayed.values()) cancel();
     this.delayed.clear();
-    this.queued.clear();
+    this.queued.high.clear();
+    this.queued.low.clear();
     this.dirty.clear();
     this.reportDepth();
     await Promise.allSettled([...this.inFlight]);
@@ -170,17 +191,19 @@ export class WorkQueue {
 
   private pump(): void {
     const limit = this.gate ? this.gate.limit(this.concurrency) : this.concurrency;
-    while (!this.stopping && this.processing.size < limit && this.queued.size > 0) {
-      const key = this.queued.values().next().value as string;
-      this.queued.delete(key);
-      this.start(key);
+    while (!this.stopping && this.processing.size < limit && this.depth > 0) {
+      const priority: Priority = this.queued.high.size > 0 ? 'high' : 'low';
+      const lane = this.queued[priority];
+      const key = lane.values().next().value as string;
+      lane.delete(key);
+      this.start(key, priority);
     }
-    if (limit === 0 && this.queued.size > 0 && !this.stopping) this.pumpAfterGate();
+    if (limit === 0 && this.depth > 0 && !this.stopping) this.pumpAfterGate();
     this.reportDepth();
     this.notifyIdle();
   }
 
-  private start(key: string): void {
+  private start(key: string, priority: Priority): void {
     this.processing.add(key);
     // This run covers any delayed re-add of the key that was still pending.
     const pending = this.delayed.get(key);
@@ -188,26 +211,29 @@ export class WorkQueue {
       pending.cancel();
       this.delayed.delete(key);
     }
-    const run = this.run(key).finally(() => {
+    const run = this.run(key, priority).finally(() => {
       this.inFlight.delete(run);
       this.processing.delete(key);
-      if (this.dirty.delete(key) && !this.stopping) this.queued.add(key);
+      const again = this.dirty.get(key);
+      this.dirty.delete(key);
+      if (again && !this.stopping) this.enqueue(key, again);
       this.pump();
     });
     this.inFlight.add(run);
   }
 
-  private async run(key: string): Promise<void> {
+  /** Runs the handler; a retry or requeue-after keeps the priority the run had. */
+  private async run(key: string, priority: Priority): Promise<void> {
     try {
       const result = await this.handler(key);
       this.failures.delete(key);
-      if (result && result.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+      if (result && result.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs, priority);
     } catch (err) {
       const failures = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, failures);
       const delay = backoffDelay(failures, this.backoff);
       this.onError(key, err, delay);
-      this.addAfter(key, delay);
+      this.addAfter(key, delay, priority);
     }
   }
 
@@ -221,14 +247,14 @@ export class WorkQueue {
   }
 
   private reportDepth(): void {
-    if (this.queued.size !== this.lastDepth) {
-      this.lastDepth = this.queued.size;
+    if (this.depth !== this.lastDepth) {
+      this.lastDepth = this.depth;
       this.onDepth(this.lastDepth);
     }
   }
 
   private notifyIdle(): void {
-    if (this.queued.size > 0 || this.processing.size > 0 || this.idleWaiters.length === 0) return;
+    if (this.depth > 0 || this.processing.size > 0 || this.idleWaiters.length === 0) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const resolve of waiters) resolve();

@@ -8,6 +8,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import tls from 'node:tls';
 import { PROBE_CODES } from './classify.ts';
+import { deadline } from './deadline.ts';
 import type { AddressPolicy } from './policy.ts';
 import type { ProbePhases } from './types.ts';
 
@@ -189,13 +190,12 @@ export async function openConnection(
     const why = first.allowed ? '' : first.message;
     throw new ProbeFailure(PROBE_CODES.blocked, net.isIP(hostname) ? why : `${hostname} resolves to ${why}`);
   }
-  const connectDeadline = AbortSignal.any([opts.signal, AbortSignal.timeout(opts.connectTimeoutMs)]);
-  const connectSignal = new AbortController();
-  const onDeadline = () =>
-    connectSignal.abort(
-      opts.signal.aborted ? opts.signal.reason : new ProbeFailure(PROBE_CODES.connectTimeout),
-    );
-  connectDeadline.addEventListener('abort', onDeadline, { once: true });
+  // The probe's deadline, or the connect deadline with its own code, whichever comes first.
+  const connectSignal = deadline(
+    opts.connectTimeoutMs,
+    () => new ProbeFailure(PROBE_CODES.connectTimeout),
+    opts.signal,
+  );
   try {
     let lastError: unknown;
     for (const candidate of allowed) {
@@ -226,6 +226,6 @@ export async function openConnection(
     }
     throw lastError;
   } finally {
-    connectDeadline.removeEventListener('abort', onDeadline);
+    connectSignal.done();
   }
 }

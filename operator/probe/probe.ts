@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { planProbe } from './calls.ts';
 import { classify } from './classify.ts';
 import type { CaOption, Resolver } from './connect.ts';
+import { deadline, timeoutReason } from './deadline.ts';
 import { grpcExchange } from './grpc.ts';
 import { type ExchangeResult, httpExchange } from './http.ts';
 import type { AddressPolicy } from './policy.ts';
@@ -73,8 +74,8 @@ export async function probeInterface(target: ProbeTarget, opts: ProbeOptions): P
   checkHeaders(headers);
 
   const start = performance.now();
-  const deadline = AbortSignal.timeout(opts.timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
+  const timeout = deadline(opts.timeoutMs, timeoutReason, opts.signal);
+  const signal = timeout.signal;
   const phases: ProbePhases = {};
   const exchangeOpts = {
     policy: opts.policy,
@@ -87,10 +88,15 @@ export async function probeInterface(target: ProbeTarget, opts: ProbeOptions): P
     bodyLimit: opts.bodyLimitBytes ?? BODY_LIMIT_BYTES,
     deadlineAt: start + opts.timeoutMs,
   };
-  const exchange: ExchangeResult =
-    plan.transport === 'http'
-      ? await httpExchange(plan, exchangeOpts)
-      : await grpcExchange(plan, exchangeOpts);
+  let exchange: ExchangeResult;
+  try {
+    exchange =
+      plan.transport === 'http'
+        ? await httpExchange(plan, exchangeOpts)
+        : await grpcExchange(plan, exchangeOpts);
+  } finally {
+    timeout.done();
+  }
   const end = performance.now();
   if (exchange.readyAt !== undefined && exchange.observation.kind !== 'failure') {
     phases.requestMs = Math.round((end - exchange.readyAt) * 100) / 100;

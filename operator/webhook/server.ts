@@ -207,7 +207,9 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
     const pod = parsed.request.name || parsed.request.object?.metadata?.generateName || '';
     if (decision.inject) {
       reviews.inc({ result: 'injected' });
-      log.info('sidecar injected', {
+      // One line per Pod at a Deployment's rollout rate is noise and costs admission latency
+      // (cert-manager logs admission at a verbose level too); the counter above keeps the count.
+      log.debug('sidecar injected', {
         namespace: parsed.request.namespace,
         pod,
         card: decision.card,

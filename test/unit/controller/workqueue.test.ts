@@ -233,6 +233,117 @@ describe('WorkQueue', () => {
     expect(q.depth).toBe(0);
   });
 
+  describe('priorities', () => {
+    /** A queue of one worker whose first key ('ns/block') holds it until `hold.open()`. */
+    function held() {
+      const seen: string[] = [];
+      const hold = gate();
+      const q = new WorkQueue(
+        async (key) => {
+          seen.push(key);
+          if (key === 'ns/block') await hold.promise;
+        },
+        { concurrency: 1 },
+      );
+      q.add('ns/block', 'low');
+      return { q, seen, hold };
+    }
+
+    it('starts a high key before every low key queued earlier, each lane in arrival order', async () => {
+      const { q, seen, hold } = held();
+      for (const k of ['ns/l1', 'ns/l2', 'ns/l3']) q.add(k, 'low');
+      q.add('ns/h1');
+      q.add('ns/h2', 'high');
+      expect(q.depth).toBe(5);
+      hold.open();
+      await q.idle();
+      expect(seen).toEqual(['ns/block', 'ns/h1', 'ns/h2', 'ns/l1', 'ns/l2', 'ns/l3']);
+    });
+
+    it('queues a key asked at both priorities once, at the higher', async () => {
+      const { q, seen, hold } = held();
+      q.add('ns/l1', 'low');
+      q.add('ns/up', 'low');
+      q.add('ns/up', 'high'); // moves up
+      q.add('ns/stays', 'high');
+      q.add('ns/stays', 'low'); // never moves down
+      expect(q.depth).toBe(3);
+      hold.open();
+      await q.idle();
+      expect(seen).toEqual(['ns/block', 'ns/up', 'ns/stays', 'ns/l1']);
+    });
+
+    it('runs a key added during its run again at the highest priority asked', async () => {
+      const { q, seen, hold } = held();
+      q.add('ns/l1', 'low');
+      q.add('ns/block', 'low');
+      q.add('ns/block', 'high');
+      q.add('ns/block', 'low');
+      hold.open();
+      await q.idle();
+      expect(seen).toEqual(['ns/block', 'ns/block', 'ns/l1']);
+    });
+
+    it('a key added low during its run goes behind the low keys already queued', async () => {
+      const { q, seen, hold } = held();
+      q.add('ns/l1', 'low');
+      q.add('ns/block', 'low');
+      hold.open();
+      await q.idle();
+      expect(seen).toEqual(['ns/block', 'ns/l1', 'ns/block']);
+    });
+
+    it('resyncs at low priority: a change made during a resync goes ahead of it (manual clock)', async () => {
+      const clock = new ManualClock();
+      const keys = Array.from({ length: 100 }, (_, i) => `ns/card-${i}`);
+      const slow = gate();
+      const order: string[] = [];
+      const q2 = new WorkQueue(
+        async (key) => {
+          order.push(key);
+          if (order.length === 1) await slow.promise;
+        },
+        { concurrency: 1, clock },
+      );
+      q2.startResync(600_000, () => keys);
+      await clock.advance(600_000);
+      expect(order).toEqual(['ns/card-0']);
+      expect(q2.depth).toBe(99);
+      q2.add('ns/card-77'); // a spec change of a card the resync has queued
+      q2.add('ns/edited'); // and of a card it has not
+      slow.open();
+      await q2.idle();
+      expect(order.slice(0, 3)).toEqual(['ns/card-0', 'ns/card-77', 'ns/edited']);
+      expect(order).toHaveLength(101);
+      await q2.shutdown();
+    });
+
+    it('retries a failed run at the priority it ran with (manual clock)', async () => {
+      const clock = new ManualClock();
+      const fail = new Set(['ns/bg', 'ns/edit']);
+      let hold = gate();
+      const seen: string[] = [];
+      const q = new WorkQueue(
+        async (key) => {
+          seen.push(key);
+          if (key === 'ns/block') await hold.promise;
+          if (fail.delete(key)) throw new Error('once');
+        },
+        { concurrency: 1, clock, backoff: { baseMs: 1_000, maxMs: 60_000 } },
+      );
+      q.add('ns/bg', 'low'); // fails: retry in 1 s, its timer set first
+      q.add('ns/edit'); // fails: retry in 1 s
+      await q.idle();
+      hold = gate();
+      q.add('ns/block', 'low'); // holds the worker while both retries come due
+      await clock.advance(1_000);
+      expect(q.depth).toBe(2);
+      hold.open();
+      await q.idle();
+      expect(seen).toEqual(['ns/bg', 'ns/edit', 'ns/block', 'ns/edit', 'ns/bg']);
+    });
+  });
+
   it('rejects a non-positive concurrency', () => {
     expect(() => new WorkQueue(async () => {}, { concurrency: 0 })).toThrow(/positive integer/);
   });

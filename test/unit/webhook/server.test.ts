@@ -44,7 +44,7 @@ function unusedClient(): KubeClient {
   return new KubeClient(kc);
 }
 
-async function start(limits: Partial<WebhookLimits> = {}) {
+async function start(limits: Partial<WebhookLimits> = {}, logger = createLogger({}, { write: () => {} })) {
   const dir = await mkdtemp(join(tmpdir(), 'agentcard-webhook-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   const { bundle } = await renewBundle({}, ['127.0.0.1'], new Date());
@@ -62,7 +62,7 @@ async function start(limits: Partial<WebhookLimits> = {}) {
     operatorNamespace: 'agentcard-system',
     sidecarImage: 'example/agentcard:test',
     sidecarMode: 'native',
-    logger: createLogger({}, { write: () => {} }),
+    logger,
     registry,
     limits,
   });
@@ -132,6 +132,34 @@ describe('webhook server', () => {
     expect(await registry.getSingleMetricAsString('agentcard_webhook_reviews_total')).toContain(
       'agentcard_webhook_reviews_total{result="injected"} 1',
     );
+  });
+
+  it('logs an injection at debug only, a refused one at info; the counter counts both', async () => {
+    for (const level of ['info', 'debug'] as const) {
+      const lines: Array<{ level: string; msg: string; pod?: string; reason?: string }> = [];
+      const logger = createLogger({}, { level, write: (line) => lines.push(JSON.parse(line)) });
+      const { base, agent, registry } = await start({}, logger);
+      const send = async (annotations: Record<string, string>) => {
+        const res = await request(base + MUTATE_PATH, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(admissionReview(annotations)),
+        });
+        expect(res.statusCode).toBe(200);
+        await res.body.dump();
+      };
+      await send({ 'agentcard.dev/inject': 'weather' });
+      await send({ 'agentcard.dev/inject': 'Not A Name' }); // refused: not a resource name
+      const metric = await registry.getSingleMetricAsString('agentcard_webhook_reviews_total');
+      expect(metric).toContain('agentcard_webhook_reviews_total{result="injected"} 1');
+      expect(metric).toContain('agentcard_webhook_reviews_total{result="skipped"} 1');
+      const about = lines.filter((l) => l.msg.startsWith('sidecar '));
+      expect(about.map((l) => [l.level, l.msg])).toEqual([
+        ...(level === 'debug' ? [['debug', 'sidecar injected']] : []),
+        ['info', 'sidecar not injected'],
+      ]);
+    }
   });
 
   it("exports the serving certificate's expiry for the WebhookCertificateExpiring alert", async () => {
