@@ -180,7 +180,7 @@ ${
 | probe latency (loopback) | p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms |
 | status rounds in the window | ${rounds.toLocaleString('en')} |
 | API writes in the window once stable | ${writes} (${((writes / wallMs) * 60_000).toFixed(1)}/min; verdict or reason changes only) |
-| lastProbeTime refresh writes | 1 per AgentCard per 10 min by default = ${(CARDS / 10).toFixed(0)}/min for ${CARDS.toLocaleString('en')} cards (not reached in this window); none with \`--probe-status-refresh 0\` |
+| lastProbeTime refresh writes | none by default; with \`--probe-status-refresh 10m\`, 1 per AgentCard per 10 min = ${(CARDS / 10).toFixed(0)}/min for ${CARDS.toLocaleString('en')} cards |
 | in flight at the end | ${stats.active} active, ${stats.waiting} waiting |
 `;
   replaceSection('probe', section);

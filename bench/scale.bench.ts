@@ -201,13 +201,11 @@ async function prepareNamespace(kc: KubeConfig, name: string, n: number): Promis
 /**
  * Watches `namespace`: `all` resolves once every AgentCard has been seen Ready, `probed` once
  * every one has its interfaces' first verdict in its status (InterfacesReachable neither
- * pending nor disabled, a lastProbeTime on each interface); `earliestProbeMs` is the oldest
- * lastProbeTime seen then (the 10-minute status refresh counts from it).
+ * pending nor disabled, a lastProbeTime on each interface).
  */
 async function watchReady(kc: KubeConfig, namespace: string, n: number) {
   const ready = new Set<string>();
   const probed = new Set<string>();
-  let earliestProbeMs = Infinity;
   let resolveAll!: () => void;
   const all = new Promise<void>((r) => (resolveAll = r));
   let resolveProbed!: () => void;
@@ -238,17 +236,14 @@ async function watchReady(kc: KubeConfig, namespace: string, n: number) {
       interfaces.length === 3 &&
       interfaces.every((i) => i.lastProbeTime)
     ) {
-      if (!probed.has(name)) {
-        probed.add(name);
-        for (const i of interfaces) earliestProbeMs = Math.min(earliestProbeMs, Date.parse(i.lastProbeTime!));
-      }
+      probed.add(name);
     } else probed.delete(name);
     if (probed.size === n) resolveProbed();
   };
   informer.on('add', seen);
   informer.on('update', seen);
   await informer.start();
-  return { all, allProbed, earliestProbeMs: () => earliestProbeMs, stop: () => informer.stop() };
+  return { all, allProbed, stop: () => informer.stop() };
 }
 
 /**
@@ -539,15 +534,8 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
       `probes: every interface has its first verdict and the writes are quiet after ${warmupSeconds.toFixed(0)} s; ` +
         `steady window of ${STEADY_S} s`,
     );
-    // An unchanged interface's lastProbeTime is rewritten after --probe-status-refresh (10 min by
-    // default): a window that reaches it measures that refresh, not the steady state.
-    const refreshAt = watcher.earliestProbeMs() + 10 * 60_000;
-    if (Date.now() + STEADY_S * 1000 > refreshAt)
-      log(
-        `probes: the steady window ends ${((Date.now() + STEADY_S * 1000 - refreshAt) / 1000).toFixed(0)} s after ` +
-          'the first 10-minute status refresh is due; its writes will count',
-      );
-
+    // The operator runs with its defaults: no lastProbeTime refresh (--probe-status-refresh 0),
+    // so a healthy fleet's steady state has nothing to write.
     const beforeWrites = await writeCounters(kc);
     const cpu0 = processUsage(op.child.pid!).cpuSeconds;
     const probes0 = (await operatorMetrics(op))('agentcard_probes_total');

@@ -44,7 +44,7 @@ Probes:
   --probe-concurrency N             probes in flight at most (default 64)
   --probe-deny-cidr CIDR            never probe this range (repeatable; e.g. cluster ranges in public space)
   --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
-                                    (default 10m; 0 = never: no status writes while nothing changes)
+                                    (default 0 = never: no status writes while nothing changes)
 Catalogs:
   --no-catalogs                     do not reconcile AgentCatalogs and ClusterAgentCatalogs (default: on)
   --cluster-catalogs / --no-cluster-catalogs
@@ -210,8 +210,12 @@ export function parseOperatorFlags(
     probeAllowCidrs: cidrs('probe-allow-cidr', values['probe-allow-cidr']),
     probeConcurrency: integer('probe-concurrency', values['probe-concurrency'], 64, 1, 4096),
     probeDenyCidrs: cidrs('probe-deny-cidr', values['probe-deny-cidr']),
+    // Off by default: a timestamp rewritten while nothing changes is a status write per card per
+    // period (1,000 a minute at 10,000 cards every 10 minutes). Kubernetes took node heartbeats
+    // out of NodeStatus into Leases for the same reason (KEP-589); the probe metrics say when
+    // each interface was last probed.
     probeStatusRefreshMs:
-      duration('probe-status-refresh', values['probe-status-refresh'], '10m') || Number.POSITIVE_INFINITY,
+      duration('probe-status-refresh', values['probe-status-refresh'], '0') || Number.POSITIVE_INFINITY,
     catalogs: values.catalogs ?? true,
     clusterCatalogs: values['cluster-catalogs'],
     catalogNamespace: values['catalog-namespace'],

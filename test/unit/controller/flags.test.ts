@@ -24,7 +24,7 @@ describe('agentcard operator flags', () => {
       probeAllowCidrs: [],
       probeConcurrency: 64,
       probeDenyCidrs: [],
-      probeStatusRefreshMs: 600_000,
+      probeStatusRefreshMs: Number.POSITIVE_INFINITY,
       catalogs: true,
       // No sidecar image, no webhook: a bare local run starts.
       webhook: { port: 0, certMode: 'self-signed', sidecarMode: 'auto' },

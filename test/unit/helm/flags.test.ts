@@ -27,8 +27,8 @@ const combos: Record<string, Record<string, unknown>> = {
   'the Node sidecar, trusting X-Forwarded-Host': {
     sidecar: { server: 'node', trustForwardedHost: true },
   },
-  'probe deny-list, lastProbeTime never refreshed': {
-    probes: { denyCidrs: ['100.64.0.0/10'], statusRefresh: '0' },
+  'probe deny-list, lastProbeTime refreshed every 10 minutes': {
+    probes: { denyCidrs: ['100.64.0.0/10'], statusRefresh: '10m' },
   },
 };
 
@@ -49,7 +49,7 @@ describe('the chart passes flags agentcard operator accepts', () => {
       if (parsed.probes) {
         expect(parsed.probeDenyCidrs).toEqual(probes?.denyCidrs ?? []);
         expect(parsed.probeStatusRefreshMs).toBe(
-          probes?.statusRefresh === '0' ? Number.POSITIVE_INFINITY : 600_000,
+          probes?.statusRefresh === '10m' ? 600_000 : Number.POSITIVE_INFINITY,
         );
       }
       const sidecar = values.sidecar as { server?: string; trustForwardedHost?: boolean } | undefined;
