@@ -51,6 +51,8 @@ export class ApiHealth {
   private openUntil = 0;
   private tripped = false;
   private readonly listeners: Array<() => void> = [];
+  private readonly tripListeners: Array<() => void> = [];
+  private lastThrottled = false;
   /** Times the breaker opened (after being closed), for the metric. */
   opened = 0;
 
@@ -80,10 +82,24 @@ export class ApiHealth {
     this.listeners.push(listener);
   }
 
+  /** Called when the breaker opens after being closed (recovery-probe.ts starts asking then). */
+  onTrip(listener: () => void): void {
+    this.tripListeners.push(listener);
+  }
+
+  /**
+   * Whether the last outage was the API server pushing back (429) rather than being away: its
+   * health endpoints answer then (API Priority and Fairness exempts them), so they say nothing
+   * about whether a write would be taken.
+   */
+  get throttled(): boolean {
+    return this.tripped && this.lastThrottled;
+  }
+
   /** Records the outcome of one request: an error (or undefined for an answer that is fine). */
   observe(err?: unknown): void {
     if (err === undefined || !isOutage(err)) this.success();
-    else this.failure();
+    else this.failure(err);
   }
 
   /** A request got an answer that is not an outage. */
@@ -99,11 +115,15 @@ export class ApiHealth {
    * A request met an outage. Closed: open for the first delay. Probing: the probe failed, open
    * for a doubled delay. Open: a request that was already in flight; nothing changes.
    */
-  failure(): void {
+  failure(err?: unknown): void {
     const state = this.state;
     if (state === 'open') return;
-    if (state === 'closed') this.opened += 1;
+    this.lastThrottled = err instanceof ApiError && err.statusCode === 429;
     this.tripped = true;
     this.openUntil = this.now() + this.backoff.next();
+    if (state === 'closed') {
+      this.opened += 1;
+      for (const listener of this.tripListeners) listener();
+    }
   }
 }
