@@ -2,15 +2,16 @@
  * Asks the API server whether it is back while the circuit breaker (health.ts) is open, so that
  * recovery is seen within about a second instead of when the next informer retry or work-queue
  * probe comes due on its backoff (which doubles to 30 s: after a 20 s outage, the first request
- * after the API server's return was up to 11 s late, and nothing converged meanwhile).
+ * after the API server's return could come up to 11 s late, and nothing converged meanwhile).
  *
  * One cheap request at a time, every `intervalMs`, each bounded by `timeoutMs`: GET /readyz,
- * which the API server answers 200 only once it can serve, and which API Priority and Fairness
- * exempts (the mandatory "probes" FlowSchema), so it costs no seat of the operator's priority
+ * which the API server answers 200 only once it can serve, which every client may read (the
+ * default system:public-info-viewer role), and which API Priority and Fairness exempts by
+ * default (its suggested "probes" FlowSchema), so it costs no seat of the operator's priority
  * level. A 200 closes the breaker: the work queue runs again and informers waiting out their
  * backoff resume (their onRecover listeners). A failed check changes nothing: the breaker's own
- * backoff is left to the real requests. Not while the API server is throttling (429): it answers
- * /readyz then but would refuse the writes.
+ * backoff is left to the real requests. Not while the API server is throttling (429): it
+ * answers /readyz then but would refuse the writes.
  * https://kubernetes.io/docs/reference/using-api/health-checks/
  */
 import { boundedSignal, systemClock, type Clock } from './clock.ts';
