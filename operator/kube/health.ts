@@ -3,9 +3,9 @@
  * the client makes. When the API server goes away (connection refused or reset, no answer in
  * time) or says it cannot serve (429, 500, 502, 503, 504), there is no point in every worker
  * trying its own write and failing: the breaker opens, the work queue starts nothing for a
- * backoff delay, then lets one reconcile through as a probe (and recovery-probe.ts asks /readyz
- * once a second meanwhile). The first answer that is not an
- * outage closes it again (that may be any request: an informer's relist counts too).
+ * backoff delay, then lets one reconcile through as a probe (recovery-probe.ts asks /readyz once
+ * a second meanwhile). The first answer that is not an outage closes it again (that may be any
+ * request: an informer's relist counts too).
  *
  * Without it, a 10 s outage during a burst of 200 AgentCards cost 184 ConfigMap write attempts
  * that could not succeed, each key failing on its own backoff schedule (docs/RELIABILITY.md).
