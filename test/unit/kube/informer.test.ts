@@ -59,6 +59,47 @@ describe('ResilientInformer restarts', () => {
   });
 });
 
+describe('ResilientInformer.retryNow', () => {
+  it('restarts at once an informer waiting out its backoff, and does nothing to a running one', async () => {
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const lists: number[] = [];
+    let refuse = true;
+    const client = {
+      request: async () => {
+        lists.push(clock.now() - t0);
+        if (refuse) throw new ApiError(503, { message: 'unavailable' });
+        return { items: [], metadata: { resourceVersion: '7' } };
+      },
+      watch: (_p: string, _q: unknown, _e: unknown, signal: AbortSignal) =>
+        new Promise<void>((_, reject) =>
+          signal.addEventListener('abort', () => reject(new Error('stopped'))),
+        ),
+    } as unknown as KubeClient;
+    const informer = new ResilientInformer<KubernetesObject>({
+      name: 'test',
+      client,
+      path: '/api/v1/namespaces/ns/secrets',
+      log: createLogger({}, { write: () => {} }),
+      backoff: { baseMs: 8_000, maxMs: 30_000 },
+      clock,
+    });
+    await informer.start();
+    await clock.advance(2_000);
+    expect(lists).toEqual([0]); // waiting out 8 s
+    refuse = false;
+    informer.retryNow(); // the API server answers again
+    await settle();
+    expect(lists).toEqual([0, 2_000]);
+    expect(informer.synced).toBe(true);
+    informer.retryNow(); // running: nothing to do
+    await clock.advance(30_000);
+    expect(lists).toEqual([0, 2_000]);
+    await informer.stop();
+    expect(clock.pending).toBe(0);
+  });
+});
+
 describe('ResilientInformer idle watch deadline', () => {
   /** A client whose list answers at once and whose watches stay open and silent until aborted. */
   function silentWatches(clock: ManualClock) {
