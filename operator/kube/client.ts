@@ -184,6 +184,19 @@ export class KubeClient {
   }
 
   /**
+   * GET /readyz: whether the API server says it can serve (200). Not told to `observe`: the
+   * caller (recovery-probe.ts) decides what an answer means for the breaker.
+   * https://kubernetes.io/docs/reference/using-api/health-checks/
+   */
+  async readyz(signal: AbortSignal): Promise<boolean> {
+    const { headers, dispatcher } = await this.auth();
+    headers.accept = 'text/plain';
+    const res = await request(this.url('/readyz'), { method: 'GET', headers, dispatcher, signal });
+    await res.body.dump();
+    return res.statusCode === 200;
+  }
+
+  /**
    * Streams a watch: calls `onEvent` for every line until the server ends the stream (resolves),
    * or the request fails or `signal` aborts (rejects). `timeoutSeconds` is the server-side limit;
    * the client gives up after a minute more without a byte.

@@ -23,7 +23,9 @@ export const systemClock: Clock = {
   // stretches nor cuts a lease deadline, a backoff or a dedupe window.
   now: () => performance.timeOrigin + performance.now(),
   sleep: (ms, signal) => sleepFor(Math.max(0, ms), undefined, { signal }).catch(() => {}),
-  timeout: (ms) => AbortSignal.timeout(Math.max(0, ms)),
+  // AbortSignal.timeout takes whole milliseconds only (it throws ERR_OUT_OF_RANGE otherwise), and
+  // deadlines computed from the monotonic now() have fractions: round up, never cut early.
+  timeout: (ms) => AbortSignal.timeout(Math.max(0, Math.ceil(ms))),
   setTimer: (ms, fn) => {
     const timer = setTimeout(fn, Math.max(0, ms));
     timer.unref();

@@ -3,8 +3,9 @@
  * the client makes. When the API server goes away (connection refused or reset, no answer in
  * time) or says it cannot serve (429, 500, 502, 503, 504), there is no point in every worker
  * trying its own write and failing: the breaker opens, the work queue starts nothing for a
- * backoff delay, then lets one reconcile through as a probe. The first answer that is not an
- * outage closes it again (that may be any request: an informer's relist counts too).
+ * backoff delay, then lets one reconcile through as a probe (recovery-probe.ts asks /readyz once
+ * a second meanwhile). The first answer that is not an outage closes it again (that may be any
+ * request: an informer's relist counts too).
  *
  * Without it, a 10 s outage during a burst of 200 AgentCards cost 184 ConfigMap write attempts
  * that could not succeed, each key failing on its own backoff schedule (docs/RELIABILITY.md).
@@ -51,6 +52,8 @@ export class ApiHealth {
   private openUntil = 0;
   private tripped = false;
   private readonly listeners: Array<() => void> = [];
+  private readonly tripListeners: Array<() => void> = [];
+  private lastThrottled = false;
   /** Times the breaker opened (after being closed), for the metric. */
   opened = 0;
 
@@ -80,10 +83,24 @@ export class ApiHealth {
     this.listeners.push(listener);
   }
 
+  /** Called when the breaker opens after being closed (recovery-probe.ts starts asking then). */
+  onTrip(listener: () => void): void {
+    this.tripListeners.push(listener);
+  }
+
+  /**
+   * Whether the last outage was the API server pushing back (429) rather than being away: its
+   * health endpoints answer then (API Priority and Fairness exempts them), so they say nothing
+   * about whether a write would be taken.
+   */
+  get throttled(): boolean {
+    return this.tripped && this.lastThrottled;
+  }
+
   /** Records the outcome of one request: an error (or undefined for an answer that is fine). */
   observe(err?: unknown): void {
     if (err === undefined || !isOutage(err)) this.success();
-    else this.failure();
+    else this.failure(err);
   }
 
   /** A request got an answer that is not an outage. */
@@ -99,11 +116,15 @@ export class ApiHealth {
    * A request met an outage. Closed: open for the first delay. Probing: the probe failed, open
    * for a doubled delay. Open: a request that was already in flight; nothing changes.
    */
-  failure(): void {
+  failure(err?: unknown): void {
     const state = this.state;
     if (state === 'open') return;
-    if (state === 'closed') this.opened += 1;
+    this.lastThrottled = err instanceof ApiError && err.statusCode === 429;
     this.tripped = true;
     this.openUntil = this.now() + this.backoff.next();
+    if (state === 'closed') {
+      this.opened += 1;
+      for (const listener of this.tripListeners) listener();
+    }
   }
 }

@@ -6,11 +6,17 @@
  * seen; a 410 Gone (the revision was compacted) relists and reports the differences as
  * add/update/delete; any other error (a refused list, a dropped connection) restarts after a
  * capped exponential backoff, resuming where it stopped. `stop()` ends the watch without an error.
+ *
+ * A watch that stays open but delivers nothing, not even a bookmark, for WATCH_IDLE_MS is taken
+ * for dead (a partition that drops packets closes nothing, and the body timeout would end such a
+ * stream only after the watch's timeoutSeconds plus a minute): it is aborted and resumed from the
+ * last resourceVersion like any failed watch.
  * https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { IdleDeadline } from './idle-deadline.ts';
 import type { Logger } from '../log.ts';
 import { ApiError, METADATA_ONLY, type KubeClient, type WatchEvent } from './client.ts';
 import { apiStatusCode, describeApiError } from './errors.ts';
@@ -42,7 +48,20 @@ export interface InformerOptions<T extends KubernetesObject> {
   clock?: Clock;
   /** Lists and watches PartialObjectMetadata only (METADATA_ONLY): a cache of metadata. */
   metadataOnly?: boolean;
+  /** How long a watch may deliver nothing (no event, no bookmark) before it is restarted. */
+  watchIdleMs?: number;
 }
+
+/**
+ * The API server's watch cache sends every watch that asked for bookmarks (allowWatchBookmarks)
+ * a BOOKMARK once a minute, whether or not anything changed: measured on kube-apiserver 1.36 with
+ * its defaults, idle watches got them 60 s apart, the first one 60 or 120 s after the watch
+ * opened. Three intervals of silence (one more than the longest gap seen) mean the stream is dead,
+ * not quiet. A resource served without the watch cache sends no bookmarks: a quiet watch of it is
+ * restarted every WATCH_IDLE_MS, one request, from its last resourceVersion.
+ * https://kubernetes.io/docs/reference/using-api/api-concepts/#watch-bookmarks
+ */
+export const WATCH_IDLE_MS = 180_000;
 
 /** The server ends each watch after 5 to 10 minutes (client-go's spread), then it resumes. */
 function watchTimeoutSeconds(): number {
@@ -60,6 +79,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   private readonly log: Logger;
   private readonly backoff: Backoff;
   private readonly healthyAfterMs: number;
+  private readonly watchIdleMs: number;
   private readonly handlers: Record<Verb, Array<ObjectHandler<T>>> = { add: [], update: [], delete: [] };
   private cache = new Map<string, T>();
   private resourceVersion = '';
@@ -78,6 +98,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.backoff = new Backoff(opts.backoff ?? { baseMs: 1_000, maxMs: 30_000 });
     this.healthyAfterMs = opts.healthyAfterMs ?? 60_000;
     this.clock = opts.clock ?? systemClock;
+    this.watchIdleMs = opts.watchIdleMs ?? WATCH_IDLE_MS;
   }
 
   on(verb: Verb, handler: ObjectHandler<T>): void {
@@ -153,6 +174,8 @@ export class ResilientInformer<T extends KubernetesObject> {
     while (!signal.aborted) {
       const opened = this.clock.now();
       let events = 0;
+      // Started before the request: an answer whose headers never come is silence too.
+      const idle = new IdleDeadline(this.clock, this.watchIdleMs);
       try {
         await this.opts.client.watch<T>(
           this.opts.path,
@@ -163,19 +186,27 @@ export class ResilientInformer<T extends KubernetesObject> {
             timeoutSeconds: watchTimeoutSeconds(),
           },
           (event) => {
+            idle.touch();
             events += 1;
             this.onEvent(event);
           },
-          signal,
+          AbortSignal.any([signal, idle.signal]),
           this.opts.metadataOnly ? METADATA_ONLY.watch : undefined,
         );
         // A server that closes every watch at once would otherwise be asked again in a tight loop.
         if (events === 0 && this.clock.now() - opened < 1_000 && !signal.aborted)
           throw new Error('the API server closed the watch at once');
       } catch (err) {
+        if (idle.expired && !signal.aborted)
+          throw new Error(
+            `the watch delivered nothing (no event, no bookmark) for ${this.watchIdleMs / 1000} s; resuming it`,
+            { cause: err },
+          );
         if (!(err instanceof Relist) && apiStatusCode(err) !== 410) throw err;
         this.log.info('watch expired (410 Gone); relisting', { informer: this.name });
         await this.relist(signal);
+      } finally {
+        idle.dispose();
       }
     }
   }

@@ -11,6 +11,7 @@ import { describeApiError } from '../kube/errors.ts';
 import { createRegistry } from '../metrics/registry.ts';
 import { KubeClient } from '../kube/client.ts';
 import { ApiHealth } from '../kube/health.ts';
+import { RecoveryProbe } from '../kube/recovery-probe.ts';
 import { Gauge } from 'prom-client';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
@@ -77,6 +78,8 @@ export async function runOperator(
   // One breaker for the process: every request's outcome feeds it; the work queue reads it.
   const apiHealth = new ApiHealth();
   const client = new KubeClient(kc, { observe: (err) => apiHealth.observe(err) });
+  // While the breaker is open, one GET /readyz a second sees the API server's return.
+  const recovery = new RecoveryProbe({ health: apiHealth, check: (signal) => client.readyz(signal) });
   const registry = createRegistry();
   new Gauge({
     name: 'agentcard_api_unavailable',
@@ -169,6 +172,7 @@ export async function runOperator(
           clusterNamespace: flags.catalogNamespace ?? operatorNamespace,
           clusterCatalogs: flags.clusterCatalogs,
           resyncMs: flags.resyncMs,
+          gate: apiHealth,
           onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
         })
       : undefined;
@@ -253,6 +257,7 @@ export async function runOperator(
       await new Promise((r) => opts.signal.addEventListener('abort', r, { once: true }));
     await stopController();
   }
+  recovery.stop();
   await webhook?.close();
   await health.close();
   log.info('operator stopped', { exitCode });

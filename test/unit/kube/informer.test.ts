@@ -4,7 +4,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type KubeClient } from '../../../operator/kube/client.ts';
-import { ResilientInformer } from '../../../operator/kube/informer.ts';
+import { ResilientInformer, WATCH_IDLE_MS } from '../../../operator/kube/informer.ts';
+import type { WatchEvent } from '../../../operator/kube/client.ts';
 import { createLogger } from '../../../operator/log.ts';
 import { ManualClock, settle } from '../../support/clock.ts';
 
@@ -55,5 +56,153 @@ describe('ResilientInformer restarts', () => {
     expect(informer.get('a', 'ns')?.metadata?.resourceVersion).toBe('5');
     await informer.stop();
     expect(clock.pending).toBe(0);
+  });
+});
+
+describe('ResilientInformer.retryNow', () => {
+  it('restarts at once an informer waiting out its backoff, and does nothing to a running one', async () => {
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const lists: number[] = [];
+    let refuse = true;
+    const client = {
+      request: async () => {
+        lists.push(clock.now() - t0);
+        if (refuse) throw new ApiError(503, { message: 'unavailable' });
+        return { items: [], metadata: { resourceVersion: '7' } };
+      },
+      watch: (_p: string, _q: unknown, _e: unknown, signal: AbortSignal) =>
+        new Promise<void>((_, reject) =>
+          signal.addEventListener('abort', () => reject(new Error('stopped'))),
+        ),
+    } as unknown as KubeClient;
+    const informer = new ResilientInformer<KubernetesObject>({
+      name: 'test',
+      client,
+      path: '/api/v1/namespaces/ns/secrets',
+      log: createLogger({}, { write: () => {} }),
+      backoff: { baseMs: 8_000, maxMs: 30_000 },
+      clock,
+    });
+    await informer.start();
+    await clock.advance(2_000);
+    expect(lists).toEqual([0]); // waiting out 8 s
+    refuse = false;
+    informer.retryNow(); // the API server answers again
+    await settle();
+    expect(lists).toEqual([0, 2_000]);
+    expect(informer.synced).toBe(true);
+    informer.retryNow(); // running: nothing to do
+    await clock.advance(30_000);
+    expect(lists).toEqual([0, 2_000]);
+    await informer.stop();
+    expect(clock.pending).toBe(0);
+  });
+});
+
+describe('ResilientInformer idle watch deadline', () => {
+  /** A client whose list answers at once and whose watches stay open and silent until aborted. */
+  function silentWatches(clock: ManualClock) {
+    const t0 = clock.now();
+    const watches: Array<{ at: number; resourceVersion: unknown; ended?: number }> = [];
+    let deliver: ((e: WatchEvent<KubernetesObject>) => void) | undefined;
+    const client = {
+      request: async () => ({
+        items: [{ metadata: { name: 'a', namespace: 'ns', resourceVersion: '5' } }],
+        metadata: { resourceVersion: '5' },
+      }),
+      watch: (
+        _p: string,
+        q: { resourceVersion: unknown },
+        onEvent: (e: WatchEvent<KubernetesObject>) => void,
+        signal: AbortSignal,
+      ) => {
+        const watch: (typeof watches)[number] = { at: clock.now() - t0, resourceVersion: q.resourceVersion };
+        watches.push(watch);
+        deliver = onEvent;
+        return new Promise<void>((_, reject) =>
+          signal.addEventListener('abort', () => {
+            watch.ended = clock.now() - t0;
+            reject(new DOMException('aborted', 'AbortError'));
+          }),
+        );
+      },
+    } as unknown as KubeClient;
+    return { client, watches, emit: (e: WatchEvent<KubernetesObject>) => deliver!(e) };
+  }
+
+  function informerOn(clock: ManualClock, client: KubeClient, lines: string[], watchIdleMs?: number) {
+    return new ResilientInformer<KubernetesObject>({
+      name: 'test',
+      client,
+      path: '/api/v1/namespaces/ns/secrets',
+      log: createLogger({}, { write: (l) => lines.push(l) }),
+      clock,
+      watchIdleMs,
+    });
+  }
+
+  it('gives up a silent watch exactly at the deadline and resumes from the last resourceVersion', async () => {
+    const clock = new ManualClock();
+    const { client, watches } = silentWatches(clock);
+    const lines: string[] = [];
+    const informer = informerOn(clock, client, lines);
+    await informer.start();
+    await settle();
+    expect(watches).toEqual([{ at: 0, resourceVersion: '5' }]);
+    await clock.advance(WATCH_IDLE_MS - 1);
+    expect(watches).toHaveLength(1); // nothing before the deadline
+    expect(watches[0]!.ended).toBeUndefined();
+    await clock.advance(1);
+    expect(watches[0]!.ended).toBe(WATCH_IDLE_MS);
+    expect(lines.join('\n')).toMatch(/delivered nothing \(no event, no bookmark\) for 180 s/);
+    // The restart backoff (1 s base; the watch had run long enough to count as healthy), no relist.
+    await clock.advance(1_000);
+    expect(watches).toEqual([
+      { at: 0, resourceVersion: '5', ended: WATCH_IDLE_MS },
+      { at: WATCH_IDLE_MS + 1_000, resourceVersion: '5' },
+    ]);
+    expect(informer.get('a', 'ns')).toBeDefined();
+    await informer.stop();
+    expect(clock.pending).toBe(0);
+  });
+
+  it("every event or bookmark moves the deadline; a bookmark's resourceVersion is where it resumes", async () => {
+    const clock = new ManualClock();
+    const { client, watches, emit } = silentWatches(clock);
+    const informer = informerOn(clock, client, [], 10_000);
+    await informer.start();
+    await settle();
+    await clock.advance(9_000);
+    emit({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '9' } } });
+    await clock.advance(9_000);
+    emit({ type: 'ADDED', object: { metadata: { name: 'b', namespace: 'ns', resourceVersion: '12' } } });
+    await clock.advance(9_000);
+    emit({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '15' } } });
+    await clock.advance(9_999);
+    expect(watches).toHaveLength(1); // 36.999 s open, never 10 s silent
+    expect(watches[0]!.ended).toBeUndefined();
+    await clock.advance(1);
+    expect(watches[0]!.ended).toBe(37_000);
+    await clock.advance(1_000);
+    expect(watches).toHaveLength(2);
+    expect(watches[1]!.resourceVersion).toBe('15');
+    expect(informer.get('b', 'ns')).toBeDefined();
+    await informer.stop();
+    expect(clock.pending).toBe(0);
+  });
+
+  it('stop() during a silent watch ends it without a restart and leaves no timer', async () => {
+    const clock = new ManualClock();
+    const { client, watches } = silentWatches(clock);
+    const informer = informerOn(clock, client, [], 10_000);
+    await informer.start();
+    await settle();
+    await clock.advance(5_000);
+    await informer.stop();
+    expect(watches[0]!.ended).toBe(5_000);
+    expect(clock.pending).toBe(0);
+    await clock.advance(60_000);
+    expect(watches).toHaveLength(1);
   });
 });
