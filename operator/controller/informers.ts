@@ -1,14 +1,15 @@
 /**
  * The caches the controller reads, one set per watched namespace ('' = all namespaces):
- * AgentCards, the ConfigMaps it owns (by label), signing-key Secrets (by label: unlabelled
+ * AgentCards, the ConfigMaps it owns (by label; a card's trimmed to signed cards and digests), signing-key Secrets (by label: unlabelled
  * Secrets are read with a direct GET), and Pods trimmed to what status.serving needs.
  */
-import type { KubernetesObject, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { GROUP, OWNED_SELECTOR, PLURAL, SIGNING_KEY_LABEL, VERSION } from '../api/names.ts';
 import { collectionPath } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import type { Logger } from '../log.ts';
+import { trimConfigMap, type CachedConfigMap } from './configmap-cache.ts';
 import type { AgentCardObject } from './plan.ts';
 import { trimPod } from './pod-index.ts';
 
@@ -16,7 +17,7 @@ export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
 
 export interface Informers {
   cards: ResilientInformer<AgentCardObject & KubernetesObject>;
-  configMaps: ResilientInformer<V1ConfigMap>;
+  configMaps: ResilientInformer<CachedConfigMap>;
   secrets: ResilientInformer<V1Secret>;
   secretMetadata: ResilientInformer<KubernetesObject>;
   pods: ResilientInformer<V1Pod>;
@@ -31,12 +32,14 @@ export function createInformers(client: KubeClient, log: Logger, namespace: stri
       path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
       log,
     }),
-    configMaps: new ResilientInformer<V1ConfigMap>({
+    // A card's ConfigMap is cached with its signed cards and digests of the rest (configmap-cache.ts).
+    configMaps: new ResilientInformer<CachedConfigMap>({
       name: `configmaps/${scope}`,
       client,
       path: collectionPath('/api/v1', 'configmaps', namespace),
       labelSelector: OWNED_SELECTOR,
       log,
+      trim: trimConfigMap,
     }),
     secrets: new ResilientInformer<V1Secret>({
       name: `secrets/${scope}`,
