@@ -11,15 +11,17 @@
  *   the labels, controller ownerReference and deletionTimestamp;
  * - the ConfigMap event handler: name, namespace, resourceVersion, labels and ownerReferences;
  * - inline catalogs (catalogs/controller.ts): the signed card of an audience, verbatim.
- * The v0.3 cards and the JWKS (more than half of the data) are therefore cached as digests.
+ * The v0.3 cards and the JWKS (about 45% of the data) are therefore cached as digests.
  * Catalog ConfigMaps are left whole: the catalog plan compares and reuses their pages.
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { CARD_LABEL, CATALOG_LABEL } from '../api/names.ts';
-import { DATA_KEYS, digestOf } from './configmap.ts';
+import { DATA_KEYS, valueDigest } from './configmap.ts';
 
 /** A cached ConfigMap: `data` holds the values kept verbatim, `dataDigests` the digests of the rest. */
 export type CachedConfigMap = V1ConfigMap & { dataDigests?: Record<string, string> };
+
+const DIGEST_LENGTH = valueDigest('').length;
 
 /** Whether a data key holds a signed v1.0 card (the default audience's or a host's). */
 export function isSignedCardKey(key: string): boolean {
@@ -53,8 +55,9 @@ export function trimConfigMap(cm: CachedConfigMap): void {
   const data: Record<string, string> = {};
   const dataDigests: Record<string, string> = {};
   for (const [key, value] of Object.entries(cm.data)) {
-    if (isSignedCardKey(key)) data[key] = value;
-    else dataDigests[key] = digestOf(value);
+    // A value no longer than its digest (cache-max-age-seconds) is kept as it is.
+    if (isSignedCardKey(key) || value.length <= DIGEST_LENGTH) data[key] = value;
+    else dataDigests[key] = valueDigest(value);
   }
   cm.data = data;
   cm.dataDigests = dataDigests;

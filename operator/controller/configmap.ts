@@ -115,7 +115,7 @@ export interface LiveConfigMap {
     deletionTimestamp?: unknown;
   };
   data?: Record<string, string>;
-  /** Values the cache keeps only as digestOf(value) (configmap-cache.ts), by key. */
+  /** Values the cache keeps only as valueDigest(value) (configmap-cache.ts), by key. */
   dataDigests?: Record<string, string>;
 }
 
@@ -132,7 +132,7 @@ export function configMapUpToDate(live: LiveConfigMap | undefined, desired: Conf
   const want = desired.data;
   if (Object.keys(data).length + Object.keys(digests).length !== Object.keys(want).length) return false;
   for (const [k, v] of Object.entries(want)) {
-    if (Object.hasOwn(data, k) ? data[k] !== v : digests[k] !== digestOf(v)) return false;
+    if (Object.hasOwn(data, k) ? data[k] !== v : digests[k] !== valueDigest(v)) return false;
   }
   const labels = live.metadata?.labels ?? {};
   for (const [k, v] of Object.entries(desired.metadata.labels)) if (labels[k] !== v) return false;
@@ -146,6 +146,14 @@ export function configMapUpToDate(live: LiveConfigMap | undefined, desired: Conf
 /** `sha256:<hex>` of the served bytes (UTF-8), as status.card.digest reports it. */
 export function digestOf(text: string): string {
   return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+}
+
+/**
+ * The SHA-256 of a data value (UTF-8) in base64, 44 characters: how the ConfigMap cache keeps
+ * the values it does not need verbatim, and how a desired value is compared with them.
+ */
+export function valueDigest(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('base64');
 }
 
 export function byteLength(text: string): number {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { trimConfigMap, type CachedConfigMap } from '../../../operator/controller/configmap-cache.ts';
-import { configMapUpToDate, desiredConfigMap, digestOf } from '../../../operator/controller/configmap.ts';
+import { configMapUpToDate, desiredConfigMap, valueDigest } from '../../../operator/controller/configmap.ts';
 import { variantData } from '../../../operator/controller/audiences/publish.ts';
 
 const owner = {
@@ -13,15 +13,15 @@ const owner = {
 };
 const files = {
   card: '{"name":"W","signatures":[]}',
-  legacyCard: '{"name":"W","protocolVersion":"0.3.0"}',
-  jwks: '{"keys":[{"kty":"EC"}]}',
+  legacyCard: '{"name":"W","protocolVersion":"0.3.0","url":"https://w.example/a2a"}',
+  jwks: '{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"}]}',
   cacheMaxAgeSeconds: 300,
   variantData: variantData([
     {
       name: 'partners',
       hosts: ['a.example', '*.b.example'],
       card: '{"name":"P"}',
-      legacyCard: '{"name":"p"}',
+      legacyCard: '{"name":"p","protocolVersion":"0.3.0","url":"https://a.example/a2a"}',
     },
   ]),
 };
@@ -47,13 +47,17 @@ describe('trimConfigMap (the card ConfigMap cache)', () => {
       'agent-card.json': files.card,
       'host.a.example.agent-card.json': '{"name":"P"}',
       'wildcard.b.example.agent-card.json': '{"name":"P"}',
+      'cache-max-age-seconds': '300',
     });
     expect(cm.dataDigests).toEqual({
-      'agent.json': digestOf(files.legacyCard),
-      'jwks.json': digestOf(files.jwks),
-      'cache-max-age-seconds': digestOf('300'),
-      'host.a.example.agent.json': digestOf('{"name":"p"}'),
-      'wildcard.b.example.agent.json': digestOf('{"name":"p"}'),
+      'agent.json': valueDigest(files.legacyCard),
+      'jwks.json': valueDigest(files.jwks),
+      'host.a.example.agent.json': valueDigest(
+        '{"name":"p","protocolVersion":"0.3.0","url":"https://a.example/a2a"}',
+      ),
+      'wildcard.b.example.agent.json': valueDigest(
+        '{"name":"p","protocolVersion":"0.3.0","url":"https://a.example/a2a"}',
+      ),
     });
     expect(JSON.stringify(cm)).not.toContain('protocolVersion');
   });
