@@ -31,6 +31,7 @@ export function createInformers(client: KubeClient, log: Logger, namespace: stri
       client,
       path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
       log,
+      trim: dropLastApplied,
     }),
     // A card's ConfigMap is cached with its signed cards and digests of the rest (configmap-cache.ts).
     configMaps: new ResilientInformer<CachedConfigMap>({
@@ -88,4 +89,20 @@ export function allInformers(scopes: Iterable<Informers>): Array<ResilientInform
 export function trimToIdentity(obj: KubernetesObject): void {
   const { name, namespace, resourceVersion } = obj.metadata ?? {};
   obj.metadata = { name, namespace, resourceVersion };
+}
+
+/** The annotation `kubectl apply` (client-side) writes: a second copy of the whole object. */
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * Drops kubectl's last-applied-configuration from a cached object (in place): it repeats the
+ * spec, so an AgentCard applied with `kubectl apply` would be cached twice, and nothing here
+ * reads it. The other annotations stay (catalogs read the card URL annotation).
+ */
+export function dropLastApplied(obj: KubernetesObject): void {
+  const annotations = obj.metadata?.annotations;
+  if (!annotations || !Object.hasOwn(annotations, LAST_APPLIED_ANNOTATION)) return;
+  // A new object, not delete, which would switch V8 to slower and larger dictionary objects.
+  const { [LAST_APPLIED_ANNOTATION]: _dropped, ...rest } = annotations;
+  obj.metadata!.annotations = rest;
 }
