@@ -11,7 +11,7 @@
  *   the labels, controller ownerReference and deletionTimestamp;
  * - the ConfigMap event handler: name, namespace, resourceVersion, labels and ownerReferences;
  * - inline catalogs (catalogs/controller.ts): the signed card of an audience, verbatim.
- * The v0.3 cards and the JWKS (about 45% of the data) are therefore cached as digests.
+ * The v0.3 cards and the JWKS (about half of the data) are therefore cached as digests.
  * Catalog ConfigMaps are left whole: the catalog plan compares and reuses their pages.
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';

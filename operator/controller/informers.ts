@@ -1,7 +1,8 @@
 /**
  * The caches the controller reads, one set per watched namespace ('' = all namespaces):
- * AgentCards, the ConfigMaps it owns (by label; a card's trimmed to signed cards and digests), signing-key Secrets (by label: unlabelled
- * Secrets are read with a direct GET), and Pods trimmed to what status.serving needs.
+ * AgentCards (without kubectl's last-applied copy), the ConfigMaps it owns (by label; a card's
+ * trimmed to its signed cards and digests), signing-key Secrets (by label: unlabelled Secrets are
+ * read with a direct GET), and Pods trimmed to what status.serving needs.
  */
 import type { KubernetesObject, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { GROUP, OWNED_SELECTOR, PLURAL, SIGNING_KEY_LABEL, VERSION } from '../api/names.ts';
