@@ -23,7 +23,15 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
@@ -447,6 +455,20 @@ async function oneRun(kc: KubeConfig, n: number, run: number, namespaces: string
   return { cards: n, op, floorSeconds, perCard, namespace: nsOperator };
 }
 
+/** Resolves once process `pid` no longer holds `file` open (its /proc/PID/fd links). */
+async function untilClosed(pid: number, file: string): Promise<void> {
+  const fds = `/proc/${pid}/fd`;
+  const open = () =>
+    readdirSync(fds).some((fd) => {
+      try {
+        return readlinkSync(join(fds, fd)) === file;
+      } catch {
+        return false; // closed meanwhile
+      }
+    });
+  while (open()) await sleep(1_000);
+}
+
 /** Writes the operator's heap snapshot into `dir` and logs where its memory goes. */
 async function heapSnapshot(op: OperatorRun, dir: string): Promise<void> {
   const before = new Set(readdirSync(dir));
@@ -455,11 +477,9 @@ async function heapSnapshot(op: OperatorRun, dir: string): Promise<void> {
     await sleep(1_000);
     const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
     if (!file) continue;
-    // Written in one go, but it takes a while: wait until its size stops changing.
-    for (let last = -1, size = statSync(join(dir, file)).size; size !== last;) {
-      await sleep(2_000);
-      [last, size] = [size, statSync(join(dir, file)).size];
-    }
+    // Written in one go but slowly, with pauses (a size that stops changing for a while is no
+    // sign of the end): read it once the operator has closed it, which V8 does when done.
+    await untilClosed(op.child.pid!, resolve(dir, file));
     const { total, rows } = summarizeHeapSnapshot(join(dir, file));
     log(`heap snapshot ${join(dir, file)}: ${(total / 2 ** 20).toFixed(1)} MiB in objects; largest:`);
     for (const r of rows.slice(0, 20))
@@ -552,7 +572,8 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     );
     log(
       `probes: steady ${measuredSeconds.toFixed(0)} s, CPU ${((usage.cpuSeconds - cpu0) / measuredSeconds).toFixed(3)} core, ` +
-        `peak RSS ${usage.peakMiB.toFixed(0)} MiB, writes ${JSON.stringify(steadyWrites)}`,
+        `peak RSS ${usage.peakMiB.toFixed(0)} MiB, RSS ${usage.rssMiB.toFixed(0)} MiB, ` +
+        `heap ${(metric('nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(0)} MiB, writes ${JSON.stringify(steadyWrites)}`,
     );
 
     // Spec changes, one at a time: time from the patch's answer to the new card in the ConfigMap.

@@ -115,19 +115,25 @@ export interface LiveConfigMap {
     deletionTimestamp?: unknown;
   };
   data?: Record<string, string>;
+  /** Values the cache keeps only as valueDigest(value) (configmap-cache.ts), by key. */
+  dataDigests?: Record<string, string>;
 }
 
 /**
  * Whether the live ConfigMap already holds what `desired` would apply: the same data (every key,
- * no extra), our labels and our controller ownerReference. Other labels or owners added by
+ * no extra; a value the cache holds as a digest is compared by digest), our labels and our
+ * controller ownerReference. Other labels or owners added by
  * someone else do not force a write.
  */
 export function configMapUpToDate(live: LiveConfigMap | undefined, desired: ConfigMapObject): boolean {
   if (!live || live.metadata?.deletionTimestamp) return false;
   const data = live.data ?? {};
+  const digests = live.dataDigests ?? {};
   const want = desired.data;
-  if (Object.keys(data).length !== Object.keys(want).length) return false;
-  for (const [k, v] of Object.entries(want)) if (data[k] !== v) return false;
+  if (Object.keys(data).length + Object.keys(digests).length !== Object.keys(want).length) return false;
+  for (const [k, v] of Object.entries(want)) {
+    if (Object.hasOwn(data, k) ? data[k] !== v : digests[k] !== valueDigest(v)) return false;
+  }
   const labels = live.metadata?.labels ?? {};
   for (const [k, v] of Object.entries(desired.metadata.labels)) if (labels[k] !== v) return false;
   const ref = desired.metadata.ownerReferences[0]!;
@@ -140,6 +146,14 @@ export function configMapUpToDate(live: LiveConfigMap | undefined, desired: Conf
 /** `sha256:<hex>` of the served bytes (UTF-8), as status.card.digest reports it. */
 export function digestOf(text: string): string {
   return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+}
+
+/**
+ * The SHA-256 of a data value (UTF-8) in base64, 44 characters: how the ConfigMap cache keeps
+ * the values it does not need verbatim, and how a desired value is compared with them.
+ */
+export function valueDigest(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('base64');
 }
 
 export function byteLength(text: string): number {

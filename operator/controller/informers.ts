@@ -1,14 +1,16 @@
 /**
  * The caches the controller reads, one set per watched namespace ('' = all namespaces):
- * AgentCards, the ConfigMaps it owns (by label), signing-key Secrets (by label: unlabelled
- * Secrets are read with a direct GET), and Pods trimmed to what status.serving needs.
+ * AgentCards (without kubectl's last-applied copy), the ConfigMaps it owns (by label; a card's
+ * trimmed to its signed cards and digests), signing-key Secrets (by label: unlabelled Secrets are
+ * read with a direct GET), and Pods trimmed to what status.serving needs.
  */
-import type { KubernetesObject, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { GROUP, OWNED_SELECTOR, PLURAL, SIGNING_KEY_LABEL, VERSION } from '../api/names.ts';
 import { collectionPath } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import type { Logger } from '../log.ts';
+import { trimConfigMap, type CachedConfigMap } from './configmap-cache.ts';
 import type { AgentCardObject } from './plan.ts';
 import { trimPod } from './pod-index.ts';
 
@@ -16,7 +18,7 @@ export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
 
 export interface Informers {
   cards: ResilientInformer<AgentCardObject & KubernetesObject>;
-  configMaps: ResilientInformer<V1ConfigMap>;
+  configMaps: ResilientInformer<CachedConfigMap>;
   secrets: ResilientInformer<V1Secret>;
   secretMetadata: ResilientInformer<KubernetesObject>;
   pods: ResilientInformer<V1Pod>;
@@ -30,13 +32,16 @@ export function createInformers(client: KubeClient, log: Logger, namespace: stri
       client,
       path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
       log,
+      trim: dropLastApplied,
     }),
-    configMaps: new ResilientInformer<V1ConfigMap>({
+    // A card's ConfigMap is cached with its signed cards and digests of the rest (configmap-cache.ts).
+    configMaps: new ResilientInformer<CachedConfigMap>({
       name: `configmaps/${scope}`,
       client,
       path: collectionPath('/api/v1', 'configmaps', namespace),
       labelSelector: OWNED_SELECTOR,
       log,
+      trim: trimConfigMap,
     }),
     secrets: new ResilientInformer<V1Secret>({
       name: `secrets/${scope}`,
@@ -85,4 +90,20 @@ export function allInformers(scopes: Iterable<Informers>): Array<ResilientInform
 export function trimToIdentity(obj: KubernetesObject): void {
   const { name, namespace, resourceVersion } = obj.metadata ?? {};
   obj.metadata = { name, namespace, resourceVersion };
+}
+
+/** The annotation `kubectl apply` (client-side) writes: a second copy of the whole object. */
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * Drops kubectl's last-applied-configuration from a cached object (in place): it repeats the
+ * spec, so an AgentCard applied with `kubectl apply` would be cached twice, and nothing here
+ * reads it. The other annotations stay (catalogs read the card URL annotation).
+ */
+export function dropLastApplied(obj: KubernetesObject): void {
+  const annotations = obj.metadata?.annotations;
+  if (!annotations || !Object.hasOwn(annotations, LAST_APPLIED_ANNOTATION)) return;
+  // A new object, not delete, which would switch V8 to slower and larger dictionary objects.
+  const { [LAST_APPLIED_ANNOTATION]: _dropped, ...rest } = annotations;
+  obj.metadata!.annotations = rest;
 }

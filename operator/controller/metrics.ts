@@ -2,8 +2,13 @@
  * The controller's Prometheus metrics, registered on the registry it is given.
  * `agentcard_ready` follows cert-manager's ready-status pattern: one series per condition value
  * (True, False, Unknown), the current one at 1 and the others at 0.
+ *
+ * The per-card series (ready, condition, info, pods missing the sidecar: up to 10 per card) are
+ * built at scrape time from one small record per card (ScrapeTimeGauge) rather than stored by
+ * prom-client as label sets, which cost about 2.5 KiB per card at rest (docs/scaling.md).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { ScrapeTimeGauge, type Sample } from '../metrics/scrape-time.ts';
 
 const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;
 
@@ -17,7 +22,16 @@ export interface CardMetricState {
   podsMissingSidecar?: number;
 }
 
-type ConditionLabels = { namespace: string; name: string; type: string; status: string; reason: string };
+/** What the series of one card are built from; conditions flattened as type, status, reason. */
+interface CardRecord {
+  namespace: string;
+  name: string;
+  ready: CardMetricState['ready'];
+  version: string | undefined;
+  digest: string | undefined;
+  conditions: string[];
+  podsMissingSidecar: number;
+}
 
 export class ControllerMetrics {
   readonly reconcileTotal: Counter<'result'>;
@@ -27,10 +41,10 @@ export class ControllerMetrics {
   readonly info: Gauge<'namespace' | 'name' | 'version' | 'digest'>;
   readonly leader: Gauge;
   readonly apiWrites: Counter<'resource'>;
-  readonly condition: Gauge<keyof ConditionLabels>;
+  readonly condition: Gauge<'namespace' | 'name' | 'type' | 'status' | 'reason'>;
   readonly podsMissingSidecar: Gauge<'namespace' | 'name'>;
-  private readonly conditionLabels = new Map<string, ConditionLabels[]>();
-  private readonly infoLabels = new Map<string, { version: string; digest: string }>();
+  /** By namespace/name, in the order the cards were first seen. */
+  private readonly cards = new Map<string, CardRecord>();
 
   constructor(registry: Registry) {
     this.reconcileTotal = new Counter({
@@ -50,18 +64,24 @@ export class ControllerMetrics {
       help: 'AgentCard keys waiting in the work queue.',
       registers: [registry],
     });
-    this.ready = new Gauge({
-      name: 'agentcard_ready',
-      help: 'Ready condition of each AgentCard: 1 for the current condition value, 0 for the others.',
-      labelNames: ['namespace', 'name', 'condition'],
-      registers: [registry],
-    });
-    this.info = new Gauge({
-      name: 'agentcard_info',
-      help: 'The published card of each AgentCard (always 1).',
-      labelNames: ['namespace', 'name', 'version', 'digest'],
-      registers: [registry],
-    });
+    this.ready = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_ready',
+        help: 'Ready condition of each AgentCard: 1 for the current condition value, 0 for the others.',
+        labelNames: ['namespace', 'name', 'condition'],
+        registers: [registry],
+      },
+      () => this.readySamples(),
+    );
+    this.info = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_info',
+        help: 'The published card of each AgentCard (always 1).',
+        labelNames: ['namespace', 'name', 'version', 'digest'],
+        registers: [registry],
+      },
+      () => this.infoSamples(),
+    );
     this.leader = new Gauge({
       name: 'agentcard_leader',
       help: '1 while this replica holds the leader lease (or runs without leader election).',
@@ -73,67 +93,68 @@ export class ControllerMetrics {
       labelNames: ['resource'],
       registers: [registry],
     });
-    this.condition = new Gauge({
-      name: 'agentcard_condition',
-      help: 'Current status and reason of each condition of each AgentCard (always 1; a change replaces the series).',
-      labelNames: ['namespace', 'name', 'type', 'status', 'reason'],
-      registers: [registry],
-    });
-    this.podsMissingSidecar = new Gauge({
-      name: 'agentcard_pods_missing_sidecar',
-      help: 'Pods that ask for this AgentCard (agentcard.dev/inject) but run without the sidecar.',
-      labelNames: ['namespace', 'name'],
-      registers: [registry],
-    });
+    this.condition = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_condition',
+        help: 'Current status and reason of each condition of each AgentCard (always 1; a change replaces the series).',
+        labelNames: ['namespace', 'name', 'type', 'status', 'reason'],
+        registers: [registry],
+      },
+      () => this.conditionSamples(),
+    );
+    this.podsMissingSidecar = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_pods_missing_sidecar',
+        help: 'Pods that ask for this AgentCard (agentcard.dev/inject) but run without the sidecar.',
+        labelNames: ['namespace', 'name'],
+        registers: [registry],
+      },
+      () => this.podsMissingSamples(),
+    );
   }
 
+  /** Records the card's current state; its series change at the next scrape. */
   setCard(namespace: string, name: string, state: CardMetricState): void {
-    for (const condition of CONDITION_VALUES) {
-      this.ready.set({ namespace, name, condition }, condition === state.ready ? 1 : 0);
-    }
-    const key = `${namespace}/${name}`;
-    this.setConditions(key, namespace, name, state.conditions ?? []);
-    this.podsMissingSidecar.set({ namespace, name }, state.podsMissingSidecar ?? 0);
-    const previous = this.infoLabels.get(key);
-    if (state.version === undefined || state.digest === undefined) {
-      if (previous) this.info.remove({ namespace, name, ...previous });
-      this.infoLabels.delete(key);
-      return;
-    }
-    const labels = { version: state.version, digest: state.digest };
-    if (previous && previous.version === labels.version && previous.digest === labels.digest) return;
-    if (previous) this.info.remove({ namespace, name, ...previous });
-    this.info.set({ namespace, name, ...labels }, 1);
-    this.infoLabels.set(key, labels);
-  }
-
-  forgetCard(namespace: string, name: string): void {
-    for (const condition of CONDITION_VALUES) this.ready.remove({ namespace, name, condition });
-    const key = `${namespace}/${name}`;
-    this.setConditions(key, namespace, name, []);
-    this.podsMissingSidecar.remove({ namespace, name });
-    const previous = this.infoLabels.get(key);
-    if (previous) this.info.remove({ namespace, name, ...previous });
-    this.infoLabels.delete(key);
-  }
-
-  /** Replaces the card's agentcard_condition series: one per condition type, at most five. */
-  private setConditions(
-    key: string,
-    namespace: string,
-    name: string,
-    conditions: readonly { type: string; status: string; reason: string }[],
-  ): void {
-    for (const labels of this.conditionLabels.get(key) ?? []) this.condition.remove(labels);
-    const next = conditions.map((c) => ({
+    const conditions: string[] = [];
+    for (const c of state.conditions ?? []) conditions.push(c.type, c.status, c.reason);
+    // Only the card's digest and version are kept complete: without both, no info series.
+    const published = state.version !== undefined && state.digest !== undefined;
+    this.cards.set(`${namespace}/${name}`, {
       namespace,
       name,
-      type: c.type,
-      status: c.status,
-      reason: c.reason,
-    }));
-    for (const labels of next) this.condition.set(labels, 1);
-    if (next.length > 0) this.conditionLabels.set(key, next);
-    else this.conditionLabels.delete(key);
+      ready: state.ready,
+      version: published ? state.version : undefined,
+      digest: published ? state.digest : undefined,
+      conditions,
+      podsMissingSidecar: state.podsMissingSidecar ?? 0,
+    });
+  }
+
+  /** Drops every series of the card. */
+  forgetCard(namespace: string, name: string): void {
+    this.cards.delete(`${namespace}/${name}`);
+  }
+
+  private *readySamples(): Generator<Sample<'namespace' | 'name' | 'condition'>> {
+    for (const { namespace, name, ready } of this.cards.values())
+      for (const condition of CONDITION_VALUES)
+        yield { labels: { namespace, name, condition }, value: condition === ready ? 1 : 0 };
+  }
+
+  private *infoSamples(): Generator<Sample<'namespace' | 'name' | 'version' | 'digest'>> {
+    for (const { namespace, name, version, digest } of this.cards.values())
+      if (version !== undefined && digest !== undefined)
+        yield { labels: { namespace, name, version, digest }, value: 1 };
+  }
+
+  private *conditionSamples(): Generator<Sample<'namespace' | 'name' | 'type' | 'status' | 'reason'>> {
+    for (const { namespace, name, conditions: c } of this.cards.values())
+      for (let i = 0; i + 2 < c.length; i += 3)
+        yield { labels: { namespace, name, type: c[i]!, status: c[i + 1]!, reason: c[i + 2]! }, value: 1 };
+  }
+
+  private *podsMissingSamples(): Generator<Sample<'namespace' | 'name'>> {
+    for (const { namespace, name, podsMissingSidecar } of this.cards.values())
+      yield { labels: { namespace, name }, value: podsMissingSidecar };
   }
 }

@@ -266,6 +266,21 @@ describe('controller: reconcile on the real API server', () => {
     });
   });
 
+  it('repairs an edit of a value the cache keeps only as a digest (the v0.3 card), and rewrites nothing else', async () => {
+    const good = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    await api.core.replaceNamespacedConfigMap({
+      namespace: ns.name,
+      name: 'weather-agent-card',
+      body: { ...good, data: { ...good.data, 'agent.json': '{"edited":true}' } },
+    });
+    const restored = await waitFor('the v0.3 card restored', async () => {
+      const cm = await api.getConfigMap(ns.name, 'weather-agent-card');
+      return cm?.data?.['agent.json'] === good.data!['agent.json'] ? cm : undefined;
+    });
+    // The signed card was kept (same signatures), since only the v0.3 card differed.
+    expect(restored.data).toEqual(good.data);
+  });
+
   it('publishes an unsigned card when spec.signing is absent, and says so', async () => {
     await api.createCard(ns.name, 'open', { card: sampleCard('2.0.0') });
     const card = await readyCard('open');

@@ -3,6 +3,7 @@
  * informer caches, and a fingerprint of exactly those facts: an AgentCard update that leaves the
  * fingerprint unchanged (a probe's lastProbeTime, a serving count) does not rebuild any catalog.
  */
+import { createHash } from 'node:crypto';
 import { DEFAULT_AUDIENCE } from '../../card/audience.ts';
 import { DATA_KEYS } from '../configmap.ts';
 import type { CardView } from '../../catalog/entries.ts';
@@ -65,9 +66,14 @@ export function publishedCardKey(audience: string | undefined, view: CardView): 
   return typeof host === 'string' ? `host.${host.toLowerCase()}.${DATA_KEYS.card}` : undefined;
 }
 
-/** What a catalog reads of a card, as one comparable string. */
+/**
+ * What a catalog reads of a card, as one comparable string: the SHA-256 of those facts (44
+ * characters), not the facts themselves (about 1 KiB a card, kept for every card in reach).
+ */
 export function cardFingerprint(obj: AgentCardObject): string {
   const view = cardView(obj);
   const digest = ((obj.status ?? {}) as RawStatus).card?.digest ?? '';
-  return JSON.stringify([view, digest]);
+  return createHash('sha256')
+    .update(JSON.stringify([view, digest]), 'utf8')
+    .digest('base64');
 }

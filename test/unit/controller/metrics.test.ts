@@ -44,3 +44,24 @@ describe('ControllerMetrics: conditions and missing sidecars', () => {
     expect(await registry.metrics()).not.toContain('name="a"');
   });
 });
+
+describe('ControllerMetrics: series built at scrape time', () => {
+  it('reflects the latest state of every card, and forgetting one card leaves the others', async () => {
+    const registry = new Registry();
+    const m = new ControllerMetrics(registry);
+    m.setCard('ns', 'a', { ready: 'True', version: '1.0.0', digest: 'sha256:aa', podsMissingSidecar: 1 });
+    m.setCard('ns', 'b', { ready: 'Unknown' });
+    expect(await registry.metrics()).toContain('agentcard_pods_missing_sidecar{namespace="ns",name="a"} 1');
+    // A card that lost its published version has no info series.
+    m.setCard('ns', 'a', { ready: 'False', version: '1.0.0' });
+    m.forgetCard('ns', 'b');
+    const text = await registry.metrics();
+    expect(text).toContain('agentcard_ready{namespace="ns",name="a",condition="False"} 1');
+    expect(text).toContain('agentcard_ready{namespace="ns",name="a",condition="True"} 0');
+    expect(text).toContain('# TYPE agentcard_info gauge');
+    expect(text).not.toContain('agentcard_info{');
+    expect(text).not.toContain('name="b"');
+    const json = await registry.getMetricsAsJSON();
+    expect(json.find((x) => x.name === 'agentcard_ready')?.values).toHaveLength(3);
+  });
+});
