@@ -4,7 +4,9 @@
  * probe comes due on its backoff (which doubles to 30 s: after a 20 s outage, the first request
  * after the API server's return could come up to 11 s late, and nothing converged meanwhile).
  *
- * One cheap request at a time, every `intervalMs`, each bounded by `timeoutMs`: GET /readyz,
+ * One cheap request at a time, each bounded by `timeoutMs`: GET /readyz after `intervalMs`, then
+ * on a delay that doubles after each failed check up to `maxIntervalMs` (1, 2, 4, 4 ... s), so a
+ * long outage costs one request every 4 s and recovery is seen within 4 s of it. GET /readyz,
  * which the API server answers 200 only once it can serve, which every client may read (the
  * default system:public-info-viewer role), and which API Priority and Fairness exempts by
  * default (its suggested "probes" FlowSchema), so it costs no seat of the operator's priority
@@ -23,10 +25,12 @@ export interface RecoveryProbeOptions {
   check: (signal: AbortSignal) => Promise<boolean>;
   clock?: Clock;
   intervalMs?: number;
+  maxIntervalMs?: number;
   timeoutMs?: number;
 }
 
 export const RECOVERY_PROBE_INTERVAL_MS = 1_000;
+export const RECOVERY_PROBE_MAX_INTERVAL_MS = 4_000;
 const RECOVERY_PROBE_TIMEOUT_MS = 2_000;
 
 export class RecoveryProbe {
@@ -34,7 +38,10 @@ export class RecoveryProbe {
   private readonly check: RecoveryProbeOptions['check'];
   private readonly clock: Clock;
   private readonly intervalMs: number;
+  private readonly maxIntervalMs: number;
   private readonly timeoutMs: number;
+  /** Failed checks since the breaker opened (the delay doubles with each). */
+  private failures = 0;
   private cancel: (() => void) | undefined;
   private stopped = false;
   /** Checks made so far (for tests and the log). */
@@ -45,8 +52,12 @@ export class RecoveryProbe {
     this.check = opts.check;
     this.clock = opts.clock ?? systemClock;
     this.intervalMs = opts.intervalMs ?? RECOVERY_PROBE_INTERVAL_MS;
+    this.maxIntervalMs = opts.maxIntervalMs ?? RECOVERY_PROBE_MAX_INTERVAL_MS;
     this.timeoutMs = opts.timeoutMs ?? RECOVERY_PROBE_TIMEOUT_MS;
-    this.health.onTrip(() => this.schedule());
+    this.health.onTrip(() => {
+      this.failures = 0;
+      this.schedule();
+    });
   }
 
   stop(): void {
@@ -62,7 +73,8 @@ export class RecoveryProbe {
 
   private schedule(): void {
     if (this.stopped || this.cancel) return;
-    this.cancel = this.clock.setTimer(this.intervalMs, () => void this.tick());
+    const delay = Math.min(this.intervalMs * 2 ** this.failures, this.maxIntervalMs);
+    this.cancel = this.clock.setTimer(delay, () => void this.tick());
   }
 
   private async tick(): Promise<void> {
@@ -74,6 +86,7 @@ export class RecoveryProbe {
     if (!this.health.throttled) {
       this.checks += 1;
       ready = await this.check(boundedSignal(this.clock, this.timeoutMs)).catch(() => false);
+      if (!ready) this.failures += 1;
     }
     this.cancel = undefined;
     // A real request may have closed the breaker while the check ran.

@@ -1,6 +1,6 @@
 // The recovery probe on a manual clock, with the real breaker (pure logic): while the breaker is
-// open it asks every second, one check at a time, each bounded; a ready answer closes the breaker
-// (and so fires its recovery listeners); it never asks while the breaker is closed or while the
+// open it asks after 1 s, then after 2 s and every 4 s, one check at a time, each bounded; a ready
+// answer closes the breaker (and so fires its recovery listeners); it never asks while the breaker is closed or while the
 // API server is throttling (429). The real GET /readyz is exercised by the fault suite.
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../operator/kube/client.ts';
@@ -49,31 +49,36 @@ describe('RecoveryProbe', () => {
     probe.stop();
   });
 
-  it('asks every second while the breaker is open and closes it at the first ready answer', async () => {
+  it('asks after 1 s, then on a doubling delay capped at 4 s, and closes the breaker at the first ready answer', async () => {
     const { clock, health, asked, recovered, answer, probe } = setup();
     health.observe(refused());
-    // Real requests keep failing meanwhile: the breaker's own delay doubles up to 8 s.
-    for (let i = 0; i < 4; i++) {
-      await clock.advance(999);
-      health.observe(refused());
-      await clock.advance(1);
-    }
+    await clock.advance(999);
+    expect(asked).toEqual([]);
+    await clock.advance(1);
+    expect(asked).toEqual([1_000]);
+    // Real requests keep failing meanwhile (the breaker's own delay doubles up to 30 s).
     health.observe(refused());
-    expect(asked).toEqual([1_000, 2_000, 3_000, 4_000]);
+    await clock.advance(10_000);
+    expect(asked).toEqual([1_000, 3_000, 7_000, 11_000]); // +2 s, +4 s, then every 4 s
     answer('not ready'); // /readyz 500 while the API server starts
-    await clock.advance(1_000);
+    await clock.advance(4_000);
+    expect(asked).toHaveLength(5);
     expect(health.state).not.toBe('closed');
     answer('ready');
-    await clock.advance(999);
+    await clock.advance(3_999);
     expect(recovered()).toBe(0); // not before the next check
     await clock.advance(1);
-    expect(asked).toEqual([1_000, 2_000, 3_000, 4_000, 5_000, 6_000]);
+    expect(asked).toEqual([1_000, 3_000, 7_000, 11_000, 15_000, 19_000]);
     expect(health.state).toBe('closed');
     expect(recovered()).toBe(1);
     // Closed: no more checks, no timer left.
     await clock.advance(10_000);
     expect(asked).toHaveLength(6);
     expect(clock.pending).toBe(0);
+    // A new outage starts again at 1 s.
+    health.observe(refused());
+    await clock.advance(1_000);
+    expect(asked).toEqual([1_000, 3_000, 7_000, 11_000, 15_000, 19_000, 30_000]);
     probe.stop();
   });
 
@@ -85,12 +90,12 @@ describe('RecoveryProbe', () => {
     expect(asked).toEqual([1_000]);
     await clock.advance(1_999);
     expect(asked).toEqual([1_000]); // the first is still in flight
-    await clock.advance(1); // cut at 2 s, the next one a second later
-    await clock.advance(1_000);
-    expect(asked).toEqual([1_000, 4_000]);
+    await clock.advance(1); // cut at 2 s (3 s on the clock), the next one 2 s later
     answer('ready');
-    await clock.advance(3_000);
-    expect(asked).toEqual([1_000, 4_000, 7_000]);
+    await clock.advance(1_999);
+    expect(asked).toEqual([1_000]);
+    await clock.advance(1);
+    expect(asked).toEqual([1_000, 5_000]);
     expect(health.state).toBe('closed');
     probe.stop();
   });
