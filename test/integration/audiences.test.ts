@@ -15,25 +15,30 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2APeers, type A2APeers } from '../support/a2a-peers.ts';
 import { kubeletWrite, tempDir } from '../support/card-files.ts';
 import { startMode, startProxy, SERVING_MODES, type CardServer } from '../support/card-servers.ts';
-import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import {
-  Api,
   condition,
   controllerWrites,
-  installCrd,
   privateJwk,
   sampleCard,
   sleep,
-  startOperator,
   waitFor,
-  type InProcessOperator,
+  useOperatorInNamespace,
+  type Api,
 } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
 let peer: A2APeers;
+const { kc, api, ns } = useOperatorInNamespace('audiences', {
+  // A short resync: the steady-state check below sees several reconciles that must write nothing.
+  flags: ['--resync', '2s'],
+  probes: true,
+  before: async () => {
+    peer = await startA2APeers();
+    await api.putSecret(ns.name, 'weather-key', { jwk: await privateJwk('weather-2026') }, true);
+  },
+  after: async () => {
+    await peer?.close();
+  },
+});
 
 const PUBLIC_HOST = 'weather.example.com';
 const PUBLIC_BASE = 'https://weather.example.com/agents/weather';
@@ -143,21 +148,6 @@ const loopbackFetch = (() => {
   return ((input: string | URL, init?: RequestInit) =>
     undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 })();
-
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('audiences');
-  peer = await startA2APeers();
-  // A short resync: the steady-state check below sees several reconciles that must write nothing.
-  op = await startOperator(ns.name, ['--resync', '2s'], { probes: true });
-  await api.putSecret(ns.name, 'weather-key', { jwk: await privateJwk('weather-2026') }, true);
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await peer?.close();
-  await ns?.cleanup();
-});
 
 describe('audiences on the real control plane', () => {
   let good: Live;

@@ -4,37 +4,19 @@
 //   card is refused once with CardTooLarge, and the message says truthfully what is still served
 //   (the limit itself is checked against the API server);
 // - extension params nested 1,500 levels deep (the API server stores them).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { configMapDataBytes, MAX_CONFIGMAP_DATA_BYTES } from '../../operator/controller/configmap.ts';
-import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import {
-  Api,
   condition,
   controllerWrites,
-  installCrd,
   metricValue,
   operatorMetrics,
   sampleCard,
-  startOperator,
   waitFor,
-  type InProcessOperator,
+  useOperatorInNamespace,
 } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
-
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('controller-hostile');
-  op = await startOperator(ns.name, ['--resync', '10m']);
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await ns?.cleanup();
-});
+const { kc, api, ns, op } = useOperatorInNamespace('controller-hostile', { flags: ['--resync', '10m'] });
 
 const withDescription = (version: string, bytes: number) => ({
   card: { ...sampleCard(version), description: 'x'.repeat(bytes) },

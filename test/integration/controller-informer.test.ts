@@ -7,43 +7,22 @@ import {
   type V1ConfigMap,
   type V1PodTemplate,
 } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { ResilientInformer } from '../../operator/kube/informer.ts';
-import { createLogger } from '../../operator/log.ts';
-import {
-  createTestNamespace,
-  kubeConfig,
-  serviceAccountKubeConfig,
-  type TestNamespace,
-} from '../support/cluster.ts';
+import { kubeConfig, serviceAccountKubeConfig, useTestNamespace } from '../support/cluster.ts';
 import { compactEtcd } from '../support/etcd.ts';
 import { waitFor } from '../support/operator.ts';
+import { captureLogs } from '../support/logs.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
-let ns: TestNamespace;
-
-beforeAll(async () => {
-  ns = await createTestNamespace('controller-informer');
-});
-afterAll(async () => {
-  await ns?.cleanup();
-});
-
-function capture() {
-  const lines: Array<Record<string, unknown>> = [];
-  const log = createLogger(
-    {},
-    { level: 'debug', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) },
-  );
-  return { lines, log };
-}
+const ns = useTestNamespace('controller-informer');
 
 describe('ResilientInformer', () => {
   it('keeps retrying a refused list with backoff and syncs once RBAC allows it', async () => {
     const saKc = await serviceAccountKubeConfig(ns.name, 'informer-test');
-    const { lines, log } = capture();
+    const { lines, log } = captureLogs();
     const informer = new ResilientInformer<V1ConfigMap>({
       name: 'configmaps/test',
       client: new KubeClient(saKc),
@@ -106,7 +85,7 @@ describe('ResilientInformer', () => {
   it('relists after resuming from a compacted resourceVersion (410 Gone)', async () => {
     // PodTemplates bypass the API server's watch cache on the test control plane, so a resume
     // from a compacted revision really gets 410 from etcd.
-    const { log } = capture();
+    const { log } = captureLogs();
     const informer = new ResilientInformer<V1PodTemplate>({
       name: 'podtemplates/test',
       client: new KubeClient(kc),

@@ -25,6 +25,7 @@ import {
   type ChildOperator,
 } from '../support/operator.ts';
 import { kubeconfigThrough, startRelay, type Relay } from '../support/relay.ts';
+import { captureLogs } from '../support/logs.ts';
 
 const kc = kubeConfig();
 const api = new Api(kc);
@@ -44,11 +45,7 @@ afterAll(async () => {
 
 describe('LeaderElector on a real Lease', () => {
   it('says once, as a warning, why it cannot take the lease (here: no RBAC for leases)', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const log = createLogger(
-      {},
-      { level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) },
-    );
+    const { lines, log } = captureLogs('info');
     const saKc = await serviceAccountKubeConfig(ns.name, 'no-leases');
     const elector = new LeaderElector(
       kubeLeaseStore(new KubeClient(saKc), ns.name, 'denied'),

@@ -1,34 +1,16 @@
 // The per-card series (agentcard_ready, agentcard_condition, agentcard_info,
 // agentcard_pods_missing_sidecar) are built at scrape time from the controller's state: on the
 // real API server, they appear with an AgentCard, follow a spec change, and disappear with it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
+import { describe, expect, it } from 'vitest';
 import {
-  Api,
-  installCrd,
   metricValue,
   operatorMetrics,
   sampleCard,
-  startOperator,
   waitFor,
-  type InProcessOperator,
+  useOperatorInNamespace,
 } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
-
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('controller-metrics');
-  op = await startOperator(ns.name, ['--resync', '10m']);
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await ns?.cleanup();
-});
+const { api, ns, op } = useOperatorInNamespace('controller-metrics', { flags: ['--resync', '10m'] });
 
 /** The scraped lines of `metric` that carry this card's labels. */
 async function seriesOf(metric: string, name: string): Promise<string[]> {

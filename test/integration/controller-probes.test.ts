@@ -1,39 +1,21 @@
 // Probe results in AgentCard status, on the real control plane, against real @a2a-js/sdk peers
 // on loopback: verdicts, n/m, Ready, credentials from a Secret, and no writes while nothing changes.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
+import { describe, expect, it } from 'vitest';
 import { startA2APeers, type A2APeers } from '../support/a2a-peers.ts';
-import {
-  Api,
-  condition,
-  installCrd,
-  sampleCard,
-  sleep,
-  startOperator,
-  waitFor,
-  type InProcessOperator,
-} from '../support/operator.ts';
+import { condition, sampleCard, sleep, waitFor, useOperatorInNamespace } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
 let open: A2APeers;
 let guarded: A2APeers;
-
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('controller-probes');
-  open = await startA2APeers();
-  guarded = await startA2APeers({ bearer: 'probe-token-123' });
-  op = await startOperator(ns.name, [], { probes: true });
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await open?.close();
-  await guarded?.close();
-  await ns?.cleanup();
+const { api, ns, op } = useOperatorInNamespace('controller-probes', {
+  probes: true,
+  before: async () => {
+    open = await startA2APeers();
+    guarded = await startA2APeers({ bearer: 'probe-token-123' });
+  },
+  after: async () => {
+    await open?.close();
+    await guarded?.close();
+  },
 });
 
 const jsonrpc = (url: string) => ({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });

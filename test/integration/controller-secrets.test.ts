@@ -1,35 +1,12 @@
 // Secrets that arrive after their AgentCard, unlabelled, created by another tool (kubectl here,
 // as Argo CD, Flux or External Secrets would): the card is signed within seconds, with no help
 // from the periodic resync (10 minutes in this test).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { kubeconfigPath } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
-import {
-  Api,
-  condition,
-  installCrd,
-  privateJwk,
-  sampleCard,
-  startOperator,
-  waitFor,
-  type InProcessOperator,
-} from '../support/operator.ts';
+import { condition, privateJwk, sampleCard, waitFor, useOperatorInNamespace } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
-
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('controller-secrets');
-  op = await startOperator(ns.name, ['--resync', '10m']);
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await ns?.cleanup();
-});
+const { api, ns } = useOperatorInNamespace('controller-secrets', { flags: ['--resync', '10m'] });
 
 /** `kubectl apply` of an unlabelled Secret holding `jwk`. */
 async function kubectlApplySecret(name: string, jwk: string): Promise<void> {

@@ -1,26 +1,20 @@
 // The controller against the real control plane: it runs in this process (no leader election,
 // probes off) and watches one test namespace.
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifyCard } from '../../operator/card/verify.ts';
-import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import { kubeconfigPath } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
 import {
-  Api,
   condition,
-  installCrd,
   privateJwk,
   sampleCard,
   sleep,
-  startOperator,
   waitFor,
-  type InProcessOperator,
+  useOperatorInNamespace,
 } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
+const { api, ns, op } = useOperatorInNamespace('controller', { flags: ['--resync', '5s'] });
 
 const signedSpec = (secret: string, version = '1.0.0', extra: Record<string, unknown> = {}) => ({
   card: sampleCard(version),
@@ -38,17 +32,6 @@ async function readyCard(name: string, timeoutMs = 30_000) {
     timeoutMs,
   );
 }
-
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('controller');
-  op = await startOperator(ns.name, ['--resync', '5s']);
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await ns?.cleanup();
-});
 
 describe('controller: reconcile on the real API server', () => {
   it('publishes a signed card in an owned ConfigMap and reports Ready', async () => {

@@ -6,34 +6,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { ResilientInformer } from '../../operator/kube/informer.ts';
-import { createLogger } from '../../operator/log.ts';
-import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
+import { kubeConfig, useTestNamespace } from '../support/cluster.ts';
 import { recordFigure } from '../support/figures.ts';
 import { waitFor } from '../support/operator.ts';
 import { kubeconfigThrough, startRelay } from '../support/relay.ts';
+import { captureLogs } from '../support/logs.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
-let ns: TestNamespace;
-
-beforeAll(async () => {
-  ns = await createTestNamespace('informer-silent-watch');
-});
-afterAll(async () => {
-  await ns?.cleanup();
-});
-
-function capture() {
-  const lines: Array<Record<string, unknown>> = [];
-  const log = createLogger(
-    {},
-    { level: 'debug', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) },
-  );
-  return { lines, log };
-}
+const ns = useTestNamespace('informer-silent-watch');
 
 describe('ResilientInformer', () => {
   it('gives up a watch gone silent at its idle deadline and, once traffic passes, catches up on a change made meanwhile', async () => {
@@ -42,7 +26,7 @@ describe('ResilientInformer', () => {
     const dir = mkdtempSync(join(tmpdir(), 'informer-relay-'));
     const relayed = new KubeConfig();
     relayed.loadFromFile(kubeconfigThrough(kc, relay, join(dir, 'kubeconfig')));
-    const { lines, log } = capture();
+    const { lines, log } = captureLogs();
     // A test-only deadline: the default (WATCH_IDLE_MS, 3 bookmark intervals) is minutes.
     const idleMs = 3_000;
     const informer = new ResilientInformer<V1ConfigMap>({

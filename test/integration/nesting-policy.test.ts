@@ -5,27 +5,14 @@
 // (failurePolicy Ignore) and the controller reports InvalidSpec. The binding is narrowed to this
 // test's namespace (nestingPolicy.namespaceSelector): other tests share the control plane and
 // store deep cards on purpose.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { validateSpec } from '../../operator/card/validate.ts';
 import { chartDir } from '../unit/helm/chart.ts';
-import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import { kubeconfigPath } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
-import {
-  Api,
-  agentCard,
-  condition,
-  installCrd,
-  sampleCard,
-  startOperator,
-  waitFor,
-  type InProcessOperator,
-} from '../support/operator.ts';
+import { agentCard, condition, sampleCard, waitFor, useOperatorInNamespace } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
 let policyYaml = '';
 
 const kubectl = (args: string[], input?: string) =>
@@ -68,46 +55,43 @@ async function replaceCard(name: string, spec: Record<string, unknown>) {
   }
 }
 
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('nesting-policy');
-  const release = `np-${ns.name.slice(-8)}`;
-  const rendered = await runTool(
-    'helm',
-    [
-      'template',
-      release,
-      chartDir,
-      '--namespace',
-      ns.name,
-      '--show-only',
-      'templates/nesting-policy.yaml',
-      '--set-json',
-      `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${ns.name}"}}`,
-    ],
-    { kubeconfig: kubeconfigPath() },
-  );
-  expect(rendered.stderr).toBe('');
-  policyYaml = rendered.stdout;
-  // Stored before the policy exists (an upgrade from a release without it).
-  expect((await applyCard('before', specWith(nested(40)))).code).toBe(0);
-  const applied = await kubectl(['apply', '-f', '-'], policyYaml);
-  expect(applied.stderr).toBe('');
-  op = await startOperator(ns.name, ['--resync', '10m']);
-  // A new policy takes effect once the API server's admission plugin has loaded it: until then
-  // a deep card is stored, so try with fresh names until one is refused.
-  let i = 0;
-  await waitFor(
-    'the nesting policy to take effect',
-    async () => (await applyCard(`warmup-${i++}`, specWith(nested(1_500)))).code !== 0,
-    30_000,
-  );
-});
-
-afterAll(async () => {
-  await op?.stop();
-  if (policyYaml) await kubectl(['delete', '--ignore-not-found', '-f', '-'], policyYaml);
-  await ns?.cleanup();
+const { api, ns } = useOperatorInNamespace('nesting-policy', {
+  flags: ['--resync', '10m'],
+  before: async () => {
+    const release = `np-${ns.name.slice(-8)}`;
+    const rendered = await runTool(
+      'helm',
+      [
+        'template',
+        release,
+        chartDir,
+        '--namespace',
+        ns.name,
+        '--show-only',
+        'templates/nesting-policy.yaml',
+        '--set-json',
+        `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${ns.name}"}}`,
+      ],
+      { kubeconfig: kubeconfigPath() },
+    );
+    expect(rendered.stderr).toBe('');
+    policyYaml = rendered.stdout;
+    // Stored before the policy exists (an upgrade from a release without it).
+    expect((await applyCard('before', specWith(nested(40)))).code).toBe(0);
+    const applied = await kubectl(['apply', '-f', '-'], policyYaml);
+    expect(applied.stderr).toBe('');
+    // A new policy takes effect once the API server's admission plugin has loaded it: until then
+    // a deep card is stored, so try with fresh names until one is refused.
+    let i = 0;
+    await waitFor(
+      'the nesting policy to take effect',
+      async () => (await applyCard(`warmup-${i++}`, specWith(nested(1_500)))).code !== 0,
+      30_000,
+    );
+  },
+  after: async () => {
+    if (policyYaml) await kubectl(['delete', '--ignore-not-found', '-f', '-'], policyYaml);
+  },
 });
 
 describe('the chart renders the policy from the generated template', () => {

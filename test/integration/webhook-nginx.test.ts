@@ -4,12 +4,7 @@
  * configuration annotations and the downwardAPI volume that projects them (the API server
  * validates the field paths), and the stored configuration is the one the suite runs nginx with.
  */
-import {
-  AdmissionregistrationV1Api,
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,21 +22,21 @@ import { webhookNginxFiles } from '../support/card-servers.ts';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
 import type { TestNamespace } from '../support/cluster.ts';
 import { freePort } from '../support/ports.ts';
+import { registerPodWebhook } from '../support/webhook-config.ts';
 
 const NGINX_IMAGE = `nginxinc/nginx-unprivileged@sha256:${'f'.repeat(64)}`;
 
 describe('nginx sidecar injection (real kube-apiserver, Pod Security restricted)', () => {
   let core: CoreV1Api;
-  let admission: AdmissionregistrationV1Api;
   let operatorNs: TestNamespace;
   let appNs: TestNamespace;
   let webhook: Webhook | undefined;
   let configName: string;
+  let unregister: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     const kc = kubeConfig();
     core = kc.makeApiClient(CoreV1Api);
-    admission = kc.makeApiClient(AdmissionregistrationV1Api);
     operatorNs = await createTestNamespace('nginx-operator', kc);
     appNs = await createTestNamespace('nginx-app', kc);
     await core.patchNamespace(
@@ -53,27 +48,7 @@ describe('nginx sidecar injection (real kube-apiserver, Pod Security restricted)
     );
     const port = await freePort();
     configName = `agentcard-nginx-${appNs.name}`;
-    await admission.createMutatingWebhookConfiguration({
-      body: {
-        metadata: { name: configName },
-        webhooks: [
-          {
-            name: 'pods.agentcard.dev',
-            admissionReviewVersions: ['v1'],
-            sideEffects: 'None',
-            failurePolicy: 'Ignore',
-            timeoutSeconds: 5,
-            clientConfig: { url: `https://127.0.0.1:${port}/mutate-pods` },
-            namespaceSelector: {
-              matchExpressions: [
-                { key: 'kubernetes.io/metadata.name', operator: 'In', values: [appNs.name] },
-              ],
-            },
-            rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-          },
-        ],
-      },
-    });
+    unregister = await registerPodWebhook(kc, { name: configName, port, namespaces: [appNs.name] });
     webhook = await startWebhook({
       client: new KubeClient(kc),
       port,
@@ -96,7 +71,7 @@ describe('nginx sidecar injection (real kube-apiserver, Pod Security restricted)
 
   afterAll(async () => {
     await webhook?.close();
-    await admission?.deleteMutatingWebhookConfiguration({ name: configName }).catch(() => undefined);
+    await unregister?.();
     await Promise.all([operatorNs, appNs].map((ns) => ns?.cleanup()));
   });
 

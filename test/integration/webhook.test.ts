@@ -24,6 +24,7 @@ import { summarizeServing } from '../../operator/controller/serving.ts';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
 import type { TestNamespace } from '../support/cluster.ts';
 import { freePort } from '../support/ports.ts';
+import { registerPodWebhook } from '../support/webhook-config.ts';
 
 const statusCode = (err: unknown) => (err as { code?: number }).code;
 
@@ -84,6 +85,7 @@ describe('sidecar injection webhook (real kube-apiserver)', () => {
   let otherNs: TestNamespace;
   let webhook: Webhook | undefined;
   let configName: string;
+  let unregister: (() => Promise<void>) | undefined;
   let counter = 0;
 
   /** Creates a Pod, retrying while the namespace's default ServiceAccount does not exist yet. */
@@ -116,32 +118,11 @@ describe('sidecar injection webhook (real kube-apiserver)', () => {
     const port = await freePort();
     configName = `agentcard-webhook-${appNs.name}`;
     // Registered without a caBundle: the webhook's certificate upkeep must patch it in.
-    await admission.createMutatingWebhookConfiguration({
-      body: {
-        metadata: { name: configName },
-        webhooks: [
-          {
-            name: 'pods.agentcard.dev',
-            admissionReviewVersions: ['v1'],
-            sideEffects: 'None',
-            failurePolicy: 'Ignore',
-            reinvocationPolicy: 'IfNeeded',
-            timeoutSeconds: 5,
-            clientConfig: { url: `https://127.0.0.1:${port}/mutate-pods` },
-            // Only this test's namespaces: other tests share the control plane.
-            namespaceSelector: {
-              matchExpressions: [
-                {
-                  key: 'kubernetes.io/metadata.name',
-                  operator: 'In',
-                  values: [operatorNs.name, appNs.name, otherNs.name],
-                },
-              ],
-            },
-            rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-          },
-        ],
-      },
+    unregister = await registerPodWebhook(kc, {
+      name: configName,
+      port,
+      namespaces: [operatorNs.name, appNs.name, otherNs.name],
+      reinvocationPolicy: 'IfNeeded',
     });
     webhook = await startWebhook({
       client: new KubeClient(kc),
@@ -163,7 +144,7 @@ describe('sidecar injection webhook (real kube-apiserver)', () => {
 
   afterAll(async () => {
     await webhook?.close();
-    await admission?.deleteMutatingWebhookConfiguration({ name: configName }).catch(() => undefined);
+    await unregister?.();
     await Promise.all([operatorNs, appNs, otherNs].map((ns) => ns?.cleanup()));
   });
 

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { kubeconfigFile } from '../controlplane/paths.ts';
 
 /**
@@ -31,6 +31,27 @@ export interface TestNamespace {
 }
 
 export async function createTestNamespace(prefix: string, kc = kubeConfig()): Promise<TestNamespace> {
+  const ns = testNamespace(prefix, kc);
+  await ns.create();
+  return ns;
+}
+
+/** A namespace for the whole file, created in its beforeAll and deleted in its afterAll. */
+export function useTestNamespace(prefix: string): TestNamespace {
+  const ns = testNamespace(prefix);
+  beforeAll(() => ns.create());
+  afterAll(() => ns.cleanup());
+  return { name: ns.name, cleanup: ns.cleanup };
+}
+
+/**
+ * A test namespace whose name (prefix and random suffix) is fixed now and which is created later:
+ * a file-level fixture can hand out its name before its beforeAll runs.
+ */
+export function testNamespace(
+  prefix: string,
+  kc = kubeConfig(),
+): TestNamespace & { create(): Promise<void> } {
   const base = prefix
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, '-')
@@ -38,11 +59,13 @@ export async function createTestNamespace(prefix: string, kc = kubeConfig()): Pr
     .slice(0, 50);
   const name = `${base || 'test'}-${randomBytes(4).toString('hex')}`;
   const core = kc.makeApiClient(CoreV1Api);
-  await core.createNamespace({
-    body: { metadata: { name, labels: { 'agentcard.dev/test-namespace': 'true' } } },
-  });
   return {
     name,
+    create: async () => {
+      await core.createNamespace({
+        body: { metadata: { name, labels: { 'agentcard.dev/test-namespace': 'true' } } },
+      });
+    },
     cleanup: async () => {
       await core.deleteNamespace({ name }).catch((err: unknown) => {
         if ((err as { code?: number }).code !== 404) throw err;

@@ -6,6 +6,7 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { afterAll, beforeAll } from 'vitest';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { CRD_FILE } from '../../operator/card/crd.ts';
 import { CATALOG_CRDS } from '../../operator/catalog/crd.ts';
@@ -14,7 +15,7 @@ import { parseOperatorFlags } from '../../operator/cli/commands/operator.ts';
 import { runOperator } from '../../operator/manager/manager.ts';
 import { createLogger } from '../../operator/log.ts';
 import { applyYaml, waitForCrdEstablished } from './apply.ts';
-import { kubeconfigPath } from './cluster.ts';
+import { kubeConfig, kubeconfigPath, testNamespace, type TestNamespace } from './cluster.ts';
 import { repoRoot } from './paths.ts';
 
 export const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
@@ -243,6 +244,57 @@ export async function startOperator(
     stop: async () => {
       abort.abort();
       return done;
+    },
+  };
+}
+
+export interface OperatorFixtureOptions {
+  /** Flags after startOperator's defaults. */
+  flags?: string[];
+  probes?: boolean;
+  /** Runs once the namespace exists, before the operator starts: peers, Secrets, policies. */
+  before?: () => Promise<void>;
+  /** Runs after the operator has stopped, before the namespace is deleted. */
+  after?: () => Promise<void>;
+}
+
+/**
+ * The set-up most controller integration files share, registered as the file's beforeAll and
+ * afterAll: the AgentCard CRD, a namespace of the file's own, and an in-process operator watching
+ * it. The namespace's name is fixed when the file loads; `op` answers from beforeAll on.
+ */
+export function useOperatorInNamespace(
+  prefix: string,
+  options: OperatorFixtureOptions = {},
+): { kc: KubeConfig; api: Api; ns: TestNamespace; op: InProcessOperator } {
+  const kc = kubeConfig();
+  const namespace = testNamespace(prefix, kc);
+  let running: InProcessOperator | undefined;
+  const started = (): InProcessOperator => {
+    if (!running) throw new Error('the operator starts in beforeAll');
+    return running;
+  };
+  beforeAll(async () => {
+    await installCrd(kc);
+    await namespace.create();
+    await options.before?.();
+    running = await startOperator(namespace.name, options.flags, { probes: options.probes });
+  });
+  afterAll(async () => {
+    await running?.stop();
+    await options.after?.();
+    await namespace.cleanup();
+  });
+  return {
+    kc,
+    api: new Api(kc),
+    ns: { name: namespace.name, cleanup: namespace.cleanup },
+    op: {
+      get logs() {
+        return started().logs;
+      },
+      metricsPort: () => started().metricsPort(),
+      stop: () => started().stop(),
     },
   };
 }

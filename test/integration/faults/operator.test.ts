@@ -4,7 +4,7 @@
 // case asserts convergence, counts writes and checks that no good card is lost.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, CoordinationV1Api, type V1ConfigMap } from '@kubernetes/client-node';
+import { CoordinationV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INJECT_ANNOTATION, OWNED_SELECTOR, SIDECAR_CONTAINER } from '../../../operator/api/names.ts';
 import { digestOf } from '../../../operator/controller/configmap.ts';
@@ -33,6 +33,7 @@ import {
 } from '../../support/operator.ts';
 import { freePort } from '../../support/ports.ts';
 import { createTestCa } from '../../support/tls-certs.ts';
+import { registerPodWebhook } from '../../support/webhook-config.ts';
 
 const FORGED_DIGEST = `sha256:${'0'.repeat(64)}`;
 const FORGED_CARD = '{"name":"forged"}';
@@ -324,25 +325,12 @@ describe('faults: around the operator', () => {
     );
     await op.waitForLog('webhook listening');
     const timeoutSeconds = 5;
-    await api.kc.makeApiClient(AdmissionregistrationV1Api).createMutatingWebhookConfiguration({
-      body: {
-        metadata: { name: 'faults-webhook' },
-        webhooks: [
-          {
-            name: 'pods.agentcard.dev',
-            admissionReviewVersions: ['v1'],
-            sideEffects: 'None',
-            failurePolicy: 'Ignore',
-            timeoutSeconds,
-            clientConfig: {
-              url: `https://127.0.0.1:${port}/mutate-pods`,
-              caBundle: Buffer.from(ca.cert).toString('base64'),
-            },
-            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-            rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-          },
-        ],
-      },
+    await registerPodWebhook(api.kc, {
+      name: 'faults-webhook',
+      port,
+      namespaces: [ns],
+      caPem: ca.cert,
+      timeoutSeconds,
     });
     const pod = (name: string) => ({
       metadata: { name, annotations: { [INJECT_ANNOTATION]: cardName(0) } },

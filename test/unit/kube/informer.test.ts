@@ -9,35 +9,51 @@ import type { WatchEvent } from '../../../operator/kube/client.ts';
 import { createLogger } from '../../../operator/log.ts';
 import { ManualClock, settle } from '../../support/clock.ts';
 
+/**
+ * An API double whose list is refused (503) while `refuse` is set, recording when each list came
+ * (ms since it was made), and whose watch stays open until stopped.
+ */
+function refusingApi(
+  clock: ManualClock,
+  list: { items: KubernetesObject[]; metadata: { resourceVersion: string } },
+) {
+  const t0 = clock.now();
+  const api = { refuse: true, lists: [] as number[], client: undefined as unknown as KubeClient };
+  api.client = {
+    request: async () => {
+      api.lists.push(clock.now() - t0);
+      if (api.refuse) throw new ApiError(503, { message: 'unavailable' });
+      return list;
+    },
+    watch: (_p: string, _q: unknown, _e: unknown, signal: AbortSignal) =>
+      new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(new Error('stopped')))),
+  } as unknown as KubeClient;
+  return api;
+}
+
+const backedOffInformer = (
+  clock: ManualClock,
+  client: KubeClient,
+  backoff: { baseMs: number; maxMs: number },
+) =>
+  new ResilientInformer<KubernetesObject>({
+    name: 'test',
+    client,
+    path: '/api/v1/namespaces/ns/secrets',
+    log: createLogger({}, { write: () => {} }),
+    backoff,
+    clock,
+  });
+
 describe('ResilientInformer restarts', () => {
   it('retries a refused list with capped exponential backoff on its clock, then syncs', async () => {
     const clock = new ManualClock();
-    const t0 = clock.now();
-    const lists: number[] = [];
-    let refuse = true;
-    const client = {
-      request: async () => {
-        lists.push(clock.now() - t0);
-        if (refuse) throw new ApiError(503, { message: 'unavailable' });
-        return {
-          items: [{ metadata: { name: 'a', namespace: 'ns', resourceVersion: '5' } }],
-          metadata: { resourceVersion: '5' },
-        };
-      },
-      // The watch stays open until stopped.
-      watch: (_p: string, _q: unknown, _e: unknown, signal: AbortSignal) =>
-        new Promise<void>((_, reject) =>
-          signal.addEventListener('abort', () => reject(new Error('stopped'))),
-        ),
-    } as unknown as KubeClient;
-    const informer = new ResilientInformer<KubernetesObject>({
-      name: 'test',
-      client,
-      path: '/api/v1/namespaces/ns/secrets',
-      log: createLogger({}, { write: () => {} }),
-      backoff: { baseMs: 1_000, maxMs: 4_000 },
-      clock,
+    const api = refusingApi(clock, {
+      items: [{ metadata: { name: 'a', namespace: 'ns', resourceVersion: '5' } }],
+      metadata: { resourceVersion: '5' },
     });
+    const lists = api.lists;
+    const informer = backedOffInformer(clock, api.client, { baseMs: 1_000, maxMs: 4_000 });
     await informer.start();
     expect(lists).toEqual([0]);
     await clock.advance(999);
@@ -48,7 +64,7 @@ describe('ResilientInformer restarts', () => {
     await clock.advance(4_000); // capped
     expect(lists).toEqual([0, 1_000, 3_000, 7_000, 11_000]);
     expect(informer.synced).toBe(false);
-    refuse = false;
+    api.refuse = false;
     await clock.advance(4_000);
     await settle();
     expect(lists).toEqual([0, 1_000, 3_000, 7_000, 11_000, 15_000]);
@@ -62,32 +78,13 @@ describe('ResilientInformer restarts', () => {
 describe('ResilientInformer.retryNow', () => {
   it('restarts at once an informer waiting out its backoff, and does nothing to a running one', async () => {
     const clock = new ManualClock();
-    const t0 = clock.now();
-    const lists: number[] = [];
-    let refuse = true;
-    const client = {
-      request: async () => {
-        lists.push(clock.now() - t0);
-        if (refuse) throw new ApiError(503, { message: 'unavailable' });
-        return { items: [], metadata: { resourceVersion: '7' } };
-      },
-      watch: (_p: string, _q: unknown, _e: unknown, signal: AbortSignal) =>
-        new Promise<void>((_, reject) =>
-          signal.addEventListener('abort', () => reject(new Error('stopped'))),
-        ),
-    } as unknown as KubeClient;
-    const informer = new ResilientInformer<KubernetesObject>({
-      name: 'test',
-      client,
-      path: '/api/v1/namespaces/ns/secrets',
-      log: createLogger({}, { write: () => {} }),
-      backoff: { baseMs: 8_000, maxMs: 30_000 },
-      clock,
-    });
+    const api = refusingApi(clock, { items: [], metadata: { resourceVersion: '7' } });
+    const lists = api.lists;
+    const informer = backedOffInformer(clock, api.client, { baseMs: 8_000, maxMs: 30_000 });
     await informer.start();
     await clock.advance(2_000);
     expect(lists).toEqual([0]); // waiting out 8 s
-    refuse = false;
+    api.refuse = false;
     informer.retryNow(); // the API server answers again
     await settle();
     expect(lists).toEqual([0, 2_000]);
