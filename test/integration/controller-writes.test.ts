@@ -14,6 +14,7 @@ import {
   metricValue,
   operatorMetrics,
   privateJwk,
+  RESOURCE,
   sampleCard,
   sleep,
   spawnOperator,
@@ -222,4 +223,30 @@ describe('controller: writes', () => {
       await op.stop();
     }
   }, 240_000);
+});
+
+describe('the write counter', () => {
+  it("counts a deleted AgentCard, not the namespace controller emptying another test's namespace", async () => {
+    const ns = await createTestNamespace('writes-counter');
+    namespaces.push(ns);
+    await api.createCard(ns.name, 'deleted', { card: sampleCard('1.0.0') });
+    await api.createCard(ns.name, 'left', { card: sampleCard('1.0.0') });
+    const before = await controllerWrites(kc);
+    await api.custom.deleteNamespacedCustomObject({ ...RESOURCE, namespace: ns.name, name: 'deleted' });
+    const afterDelete = await controllerWrites(kc);
+    expect(afterDelete).toEqual({ ...before, cards: before.cards + 1 });
+    // The namespace controller deletes the rest by collection (counted by the API server as a
+    // DELETE at namespace scope) while the next test file's steady window may be open.
+    await ns.cleanup();
+    await waitFor(
+      'the namespace to be gone',
+      () =>
+        api.core.readNamespace({ name: ns.name }).then(
+          () => false,
+          (err: unknown) => (err as { code?: number }).code === 404,
+        ),
+      60_000,
+    );
+    expect(await controllerWrites(kc)).toEqual(afterDelete);
+  });
 });

@@ -419,20 +419,22 @@ export async function apiRequests(
 
 /**
  * Patches (server-side apply is counted as APPLY or PATCH) of ConfigMaps and of AgentCard status,
- * as the API server counts them. Other writers of ConfigMaps on the test control plane (the
- * kube-root-ca.crt publisher) create and update, never patch.
+ * and every write of an AgentCard itself, as the API server counts them. Other writers on the
+ * test control plane are left out: the kube-root-ca.crt publisher creates and updates ConfigMaps,
+ * never patches them, and the namespace controller, emptying another test's namespace, deletes
+ * AgentCards by collection (counted as DELETE at namespace scope, even for an empty collection).
  */
 export async function controllerWrites(
   kc: KubeConfig,
 ): Promise<{ configMaps: number; status: number; cards: number }> {
   const patch = ['PATCH', 'APPLY'];
-  const writes = ['PATCH', 'APPLY', 'PUT', 'POST', 'DELETE'];
-  const [configMaps, status, cards] = await Promise.all([
+  const [configMaps, status, cardWrites, cardDeletes] = await Promise.all([
     apiRequests(kc, { verb: patch, resource: 'configmaps', subresource: '' }),
     apiRequests(kc, { verb: patch, resource: PLURAL, subresource: 'status' }),
-    apiRequests(kc, { verb: writes, resource: PLURAL, subresource: '' }),
+    apiRequests(kc, { verb: ['PATCH', 'APPLY', 'PUT', 'POST'], resource: PLURAL, subresource: '' }),
+    apiRequests(kc, { verb: 'DELETE', scope: 'resource', resource: PLURAL, subresource: '' }),
   ]);
-  return { configMaps, status, cards };
+  return { configMaps, status, cards: cardWrites + cardDeletes };
 }
 
 /**
