@@ -16,6 +16,7 @@
  * answers /readyz then but would refuse the writes.
  * https://kubernetes.io/docs/reference/using-api/health-checks/
  */
+import { backoffDelay } from './backoff.ts';
 import { boundedSignal, systemClock, type Clock } from './clock.ts';
 import type { ApiHealth } from './health.ts';
 
@@ -73,7 +74,7 @@ export class RecoveryProbe {
 
   private schedule(): void {
     if (this.stopped || this.cancel) return;
-    const delay = Math.min(this.intervalMs * 2 ** this.failures, this.maxIntervalMs);
+    const delay = backoffDelay(this.failures + 1, { baseMs: this.intervalMs, maxMs: this.maxIntervalMs });
     this.cancel = this.clock.setTimer(delay, () => void this.tick());
   }
 
