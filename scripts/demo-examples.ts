@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { DemoAgentUrls } from './demo-agent.ts';
+import type { DemoAgentUrls } from '../operator/demo/echo-agent.ts';
 
 type Doc = {
   apiVersion?: string;

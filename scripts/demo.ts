@@ -20,7 +20,7 @@ import { generateSigningJwk } from '../operator/card/keygen.ts';
 import type { JWKS } from '../operator/card/verify.ts';
 import { verifyCatalog } from '../operator/catalog/signature.ts';
 import { createCA, issueServingCert } from '../operator/webhook/certs.ts';
-import type { DemoAgentUrls } from './demo-agent.ts';
+import type { DemoAgentUrls } from '../operator/demo/echo-agent.ts';
 import { chartNginxImage, haveNginx, startNginx } from './demo-card-server.ts';
 import { ConfigMapVolume } from './demo-volume.ts';
 import { prepareExamples } from './demo-examples.ts';
@@ -220,7 +220,14 @@ async function main(argv: string[]): Promise<number> {
   const agent = await step(
     'Start the demo A2A agent (@a2a-js/sdk: JSON-RPC, HTTP+JSON, gRPC)',
     async () => {
-      const child = await startProcess('agent', [join(repoRoot, 'scripts', 'demo-agent.ts')]);
+      // The same agent examples/demo-agent.yaml runs in a cluster, here on loopback.
+      const child = await startProcess('agent', [
+        agentcardBin,
+        'demo-agent',
+        '--address=127.0.0.1',
+        '--port=0',
+        '--grpc-port=0',
+      ]);
       const line = await firstLine(child, 'agent', 30_000);
       return JSON.parse(line) as DemoAgentUrls;
     },

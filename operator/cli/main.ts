@@ -37,6 +37,10 @@ const commands: Record<string, Command> = {
     summary: 'run the controller (and its admission webhook)',
     load: () => import('./commands/operator.ts'),
   },
+  'demo-agent': {
+    summary: 'run the demo A2A agent that examples/ point at (echo; no authentication)',
+    load: () => import('./commands/demo-agent.ts'),
+  },
 };
 
 function usage(): string {

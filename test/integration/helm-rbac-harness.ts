@@ -44,7 +44,7 @@ import {
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
 import { repoRoot } from '../support/paths.ts';
-import { startDemoAgent, type DemoAgent } from '../../scripts/demo-agent.ts';
+import { startDemoAgent, type DemoAgent } from '../../operator/demo/echo-agent.ts';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { freePort } from '../support/ports.ts';
 

@@ -1,10 +1,12 @@
 /**
- * The demo's A2A agent: a real @a2a-js/sdk server speaking A2A 1.0 on JSON-RPC and HTTP+JSON
- * (one HTTP port) and gRPC (another), on 127.0.0.1 only, plus their v0.3 forms through the
- * SDK's compatibility layer. It echoes every message back.
+ * The demo A2A agent: a real @a2a-js/sdk server speaking A2A 1.0 on JSON-RPC and HTTP+JSON
+ * (one HTTP port, which also answers GET /healthz) and gRPC (another), plus their v0.3 forms
+ * through the SDK's compatibility layer. It echoes every message back.
  *
- * Run alone: `node scripts/demo-agent.ts` prints one JSON line with its three interface URLs
- * on stdout and serves until SIGINT/SIGTERM.
+ * `npm run demo` runs it as a local process on 127.0.0.1; examples/demo-agent.yaml runs it in a
+ * cluster from the operator's image (`agentcard demo-agent`, ../cli/commands/demo-agent.ts), so
+ * the AgentCards of examples/ have a real agent to probe. Not for production: no authentication,
+ * tasks kept in memory.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -63,7 +65,7 @@ function sdkCard(urls: DemoAgentUrls): AgentCard {
   });
   return {
     name: 'Demo echo agent',
-    description: 'Echoes every message; served by the agentcard-operator local demo',
+    description: 'Echoes every message; the agentcard-operator demo agent',
     version: '1.0.0',
     supportedInterfaces: [
       iface(urls.jsonrpc, 'JSONRPC'),
@@ -81,22 +83,54 @@ function sdkCard(urls: DemoAgentUrls): AgentCard {
   };
 }
 
-export async function startDemoAgent(): Promise<DemoAgent> {
+/** Where the agent listens; port 0 picks a free port. */
+export type DemoAgentOptions = {
+  /** Listen address of both ports; default 127.0.0.1. `::` or `0.0.0.0`: every interface. */
+  host?: string;
+  /** JSON-RPC and HTTP+JSON port (and /healthz); default 0. */
+  port?: number;
+  /** gRPC port (h2c); default 0. */
+  grpcPort?: number;
+};
+
+/** `http://HOST:PORT` with an IPv6 address in brackets; an unspecified address is advertised as loopback. */
+function origin(host: string, port: number): string {
+  const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`;
+}
+
+export async function startDemoAgent(opts: DemoAgentOptions = {}): Promise<DemoAgent> {
+  const host = opts.host ?? '127.0.0.1';
   const app = express();
+  // For a kubelet's readiness probe: the A2A paths answer POST only.
+  app.get('/healthz', (_req, res) => void res.type('text/plain').send('ok\n'));
   const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const base = origin(host, (server.address() as AddressInfo).port);
 
   const grpcServer = new grpc.Server();
+  const grpcHost = host.includes(':') ? `[${host}]` : host;
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
-      err ? reject(err) : resolve(port),
+    grpcServer.bindAsync(
+      `${grpcHost}:${opts.grpcPort ?? 0}`,
+      grpc.ServerCredentials.createInsecure(),
+      (err, port) => (err ? reject(err) : resolve(port)),
     ),
-  );
+  ).catch(async (err: unknown) => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw err;
+  });
   const urls: DemoAgentUrls = {
     jsonrpc: `${base}/a2a/jsonrpc`,
     rest: `${base}/a2a/rest`,
-    grpc: `http://127.0.0.1:${grpcPort}`,
+    grpc: origin(host, grpcPort),
   };
 
   const requestHandler = new DefaultRequestHandler(sdkCard(urls), new InMemoryTaskStore(), echo);
@@ -115,13 +149,4 @@ export async function startDemoAgent(): Promise<DemoAgent> {
       await new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve()));
     },
   };
-}
-
-if (import.meta.main) {
-  const agent = await startDemoAgent();
-  const { close, ...urls } = agent;
-  process.stdout.write(JSON.stringify(urls) + '\n');
-  const stop = () => void close().then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
 }
