@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { node22, node24 } from '../support/node-versions.ts';
 import { repoRoot } from '../support/paths.ts';
 
-const manifest = join(repoRoot, 'examples', 'agentcard-minimal.yaml');
+const manifest = join(repoRoot, 'test', 'fixtures', 'cards', 'recipe-agent.yaml');
 let work: string;
 let tarball: string;
 let packed: { files: Array<{ path: string }>; unpackedSize: number; size: number };

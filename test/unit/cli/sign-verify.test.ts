@@ -34,20 +34,26 @@ async function keygen(
 
 describe('agentcard render', () => {
   it('prints the v1 card of a manifest, the v0.3 shape, and the exact published bytes', async () => {
-    const card = validateSpec(exampleSpec('examples/agentcard-signed.yaml')).card!;
-    const v1 = await agentcard(['render', '-f', 'examples/agentcard-signed.yaml']);
+    const card = validateSpec(exampleSpec('test/fixtures/cards/support-agent.yaml')).card!;
+    const v1 = await agentcard(['render', '-f', 'test/fixtures/cards/support-agent.yaml']);
     expect(v1.code, v1.stderr).toBe(0);
     expect(v1.stderr).toBe('');
     expect(JSON.parse(v1.stdout)).toEqual(renderV1(card));
-    const v03 = await agentcard(['render', '-f', 'examples/agentcard-signed.yaml', '--format', 'v0.3']);
+    const v03 = await agentcard([
+      'render',
+      '-f',
+      'test/fixtures/cards/support-agent.yaml',
+      '--format',
+      'v0.3',
+    ]);
     expect(JSON.parse(v03.stdout)).toEqual(renderV03(card));
-    const compact = await agentcard(['render', '-f', 'examples/agentcard-signed.yaml', '--compact']);
+    const compact = await agentcard(['render', '-f', 'test/fixtures/cards/support-agent.yaml', '--compact']);
     expect(compact.stdout).toBe(serializeCard(renderV1(card)) + '\n');
   });
 
   it('prints lint warnings on stderr and picks one of several cards with --name', async () => {
     const two = path('two.yaml');
-    const minimal = readFileSync(join(repoRoot, 'examples/agentcard-minimal.yaml'), 'utf8');
+    const minimal = readFileSync(join(repoRoot, 'test/fixtures/cards/recipe-agent.yaml'), 'utf8');
     writeFileSync(
       two,
       `${minimal}---\n${minimal.replace('name: recipe-agent', 'name: other').replace('Finds recipes by ingredients and answers cooking questions.', 'Cooks.')}`,
@@ -94,7 +100,7 @@ describe('agentcard keygen, sign and verify', () => {
   });
 
   it('signs a manifest; verify names the kid; the SDK verifies the output too', async () => {
-    const signed = await agentcard(['sign', '-f', 'examples/agentcard-signed.yaml', '--key', es.key]);
+    const signed = await agentcard(['sign', '-f', 'test/fixtures/cards/support-agent.yaml', '--key', es.key]);
     expect(signed.code, signed.stderr).toBe(0);
     const card = JSON.parse(signed.stdout);
     expect(card.signatures).toHaveLength(1);
@@ -119,7 +125,7 @@ describe('agentcard keygen, sign and verify', () => {
     const r = await agentcard([
       'sign',
       '-f',
-      'examples/agentcard-minimal.yaml',
+      'test/fixtures/cards/recipe-agent.yaml',
       '--key',
       es.key,
       '--key',
@@ -150,7 +156,7 @@ describe('agentcard keygen, sign and verify', () => {
       generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }),
     );
     const manifest = path('pss.yaml');
-    const text = readFileSync(join(repoRoot, 'examples/agentcard-signed.yaml'), 'utf8').replace(
+    const text = readFileSync(join(repoRoot, 'test/fixtures/cards/support-agent.yaml'), 'utf8').replace(
       '          key: signing.jwk',
       '          key: signing.jwk\n        kid: from-spec\n        alg: PS256\n    jku: https://keys.example.com/agent.jwks',
     );
@@ -167,7 +173,7 @@ describe('agentcard keygen, sign and verify', () => {
   });
 
   it('signs a bare card read from standard input', async () => {
-    const card = renderV1(validateSpec(exampleSpec('examples/agentcard-minimal.yaml')).card!);
+    const card = renderV1(validateSpec(exampleSpec('test/fixtures/cards/recipe-agent.yaml')).card!);
     const r = await agentcard(['sign', '-f', '-', '--key', ed.key], { input: JSON.stringify(card) });
     expect(r.code, r.stderr).toBe(0);
     const { signatures, ...rest } = JSON.parse(r.stdout);
@@ -177,14 +183,22 @@ describe('agentcard keygen, sign and verify', () => {
 
   it('refuses keys of the wrong type or kind, in one line, never echoing key material', async () => {
     expectOneLineError(
-      await agentcard(['sign', '-f', 'examples/agentcard-minimal.yaml', '--key', es.key, '--alg', 'ES384']),
+      await agentcard([
+        'sign',
+        '-f',
+        'test/fixtures/cards/recipe-agent.yaml',
+        '--key',
+        es.key,
+        '--alg',
+        'ES384',
+      ]),
       /key .*es-1\.jwk: the JWK says alg ES256 but alg ES384 was asked for/,
     );
     const { d: _d, alg: _alg, ...noAlg } = es.jwk;
     const publicOnly = path('public.jwk');
     writeFileSync(publicOnly, JSON.stringify(noAlg));
     expectOneLineError(
-      await agentcard(['sign', '-f', 'examples/agentcard-minimal.yaml', '--key', publicOnly]),
+      await agentcard(['sign', '-f', 'test/fixtures/cards/recipe-agent.yaml', '--key', publicOnly]),
       /key .*public\.jwk: the JWK is a public key; signing needs the private key/,
     );
     const ed25519Pem = path('ed.pem');
@@ -196,7 +210,7 @@ describe('agentcard keygen, sign and verify', () => {
       await agentcard([
         'sign',
         '-f',
-        'examples/agentcard-minimal.yaml',
+        'test/fixtures/cards/recipe-agent.yaml',
         '--key',
         ed25519Pem,
         '--alg',
@@ -206,19 +220,19 @@ describe('agentcard keygen, sign and verify', () => {
     );
     const truncated = path('truncated.jwk');
     writeFileSync(truncated, readFileSync(es.key, 'utf8').slice(0, 60));
-    const r = await agentcard(['sign', '-f', 'examples/agentcard-minimal.yaml', '--key', truncated]);
+    const r = await agentcard(['sign', '-f', 'test/fixtures/cards/recipe-agent.yaml', '--key', truncated]);
     expectOneLineError(r, /key .*truncated\.jwk: the key is not valid JSON/);
     expect(r.stderr).not.toContain(es.jwk.x!.slice(0, 10));
     for (const out of [r.stderr]) expect(out).not.toContain(es.jwk.d!);
     expectOneLineError(
-      await agentcard(['sign', '-f', 'examples/agentcard-minimal.yaml', '--key', path('missing.pem')]),
+      await agentcard(['sign', '-f', 'test/fixtures/cards/recipe-agent.yaml', '--key', path('missing.pem')]),
       /cannot read .*missing\.pem: no such file/,
     );
     expectOneLineError(
       await agentcard([
         'sign',
         '-f',
-        'examples/agentcard-minimal.yaml',
+        'test/fixtures/cards/recipe-agent.yaml',
         '--key',
         es.key,
         '--kid',
@@ -233,7 +247,7 @@ describe('agentcard keygen, sign and verify', () => {
 
   it('verify fails (exit 1) on a tampered card, an untrusted key, and refuses manifests or bad key sets', async () => {
     const signed = JSON.parse(
-      (await agentcard(['sign', '-f', 'examples/agentcard-minimal.yaml', '--key', es.key])).stdout,
+      (await agentcard(['sign', '-f', 'test/fixtures/cards/recipe-agent.yaml', '--key', es.key])).stdout,
     );
     const tampered = path('tampered.json');
     writeFileSync(tampered, JSON.stringify({ ...signed, version: '9.9.9' }));
@@ -251,7 +265,7 @@ describe('agentcard keygen, sign and verify', () => {
     expect(untrusted.stderr).toContain('no trusted key with kid "es-1" for ES256');
 
     expectOneLineError(
-      await agentcard(['verify', '-f', 'examples/agentcard-minimal.yaml', '--jwks', es.jwks]),
+      await agentcard(['verify', '-f', 'test/fixtures/cards/recipe-agent.yaml', '--jwks', es.jwks]),
       /expected one signed card \(JSON as served\), not a manifest/,
     );
     const notJwks = path('not-jwks.json');

@@ -43,20 +43,20 @@ spec:
 `;
 
 describe('agentcard validate', () => {
-  it('accepts the examples (multi-document YAML), skipping the Secret', async () => {
+  it('accepts manifests (multi-document YAML), skipping the Secret', async () => {
     const r = await agentcard([
       'validate',
       '-f',
-      'examples/agentcard-minimal.yaml',
+      'test/fixtures/cards/recipe-agent.yaml',
       '-f',
-      'examples/agentcard-signed.yaml',
+      'test/fixtures/cards/support-agent.yaml',
     ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(
       [
-        'examples/agentcard-minimal.yaml: AgentCard recipe-agent: valid',
-        'examples/agentcard-signed.yaml#2: AgentCard support-agent: valid',
-        'examples/agentcard-signed.yaml#1 (Secret support-agent-signing): skipped (not an AgentCard)',
+        'test/fixtures/cards/recipe-agent.yaml: AgentCard recipe-agent: valid',
+        'test/fixtures/cards/support-agent.yaml#2: AgentCard support-agent: valid',
+        'test/fixtures/cards/support-agent.yaml#1 (Secret support-agent-signing): skipped (not an AgentCard)',
         '',
       ].join('\n'),
     );
