@@ -99,6 +99,62 @@ describe('agentcard keygen, sign and verify', () => {
     expect(JSON.parse(toStdout.stdout)).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig' });
   });
 
+  it('keygen --secret prints a Secret holding the key, which signs what its public JWKS verifies', async () => {
+    const jwksFile = path('secret.jwks.json');
+    const r = await agentcard([
+      'keygen',
+      '--alg',
+      'ES256',
+      '--kid',
+      'in-secret',
+      '--secret',
+      'support-agent-signing',
+      '--jwks-out',
+      jwksFile,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const secret = JSON.parse(r.stdout) as {
+      kind: string;
+      metadata: { name: string; labels: Record<string, string> };
+      stringData: Record<string, string>;
+    };
+    expect(secret).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: { name: 'support-agent-signing', labels: { 'agentcard.dev/signing-key': 'true' } },
+    });
+    expect(Object.keys(secret.stringData)).toEqual(['signing.jwk']);
+    // The key in the Secret is the private half of the JWKS written next to it.
+    const keyFile = path('from-secret.jwk');
+    writeFileSync(keyFile, secret.stringData['signing.jwk']!);
+    const signed = await agentcard(['sign', '-f', 'test/fixtures/cards/recipe-agent.yaml', '--key', keyFile]);
+    expect(signed.code, signed.stderr).toBe(0);
+    writeFileSync(path('from-secret.card.json'), signed.stdout);
+    const verified = await agentcard(['verify', '-f', path('from-secret.card.json'), '--jwks', jwksFile]);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    expect(verified.stdout).toMatch(/in-secret/);
+
+    const custom = await agentcard(['keygen', '--alg', 'EdDSA', '--secret', 'k', '--secret-key', 'jwk']);
+    expect(Object.keys((JSON.parse(custom.stdout) as typeof secret).stringData)).toEqual(['jwk']);
+    expectOneLineError(
+      await agentcard(['keygen', '--alg', 'ES256', '--secret', 'Not_A_Name']),
+      /--secret 'Not_A_Name' is not a valid Secret name/,
+      2,
+    );
+    expectOneLineError(
+      await agentcard(['keygen', '--alg', 'ES256', '--secret', 'k', '--secret-key', 'a/b']),
+      /--secret-key 'a\/b' is not a valid Secret key/,
+      2,
+    );
+    expectOneLineError(
+      await agentcard(['keygen', '--alg', 'ES256', '--secret-key', 'jwk']),
+      /--secret-key needs --secret/,
+      2,
+    );
+    // Seven CLI processes in a row; on a loaded machine each start takes seconds.
+  }, 120_000);
+
   it('signs a manifest; verify names the kid; the SDK verifies the output too', async () => {
     const signed = await agentcard(['sign', '-f', 'test/fixtures/cards/support-agent.yaml', '--key', es.key]);
     expect(signed.code, signed.stderr).toBe(0);
