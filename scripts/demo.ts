@@ -374,7 +374,7 @@ async function main(argv: string[]): Promise<number> {
   );
 
   const injected = await step(
-    'Check the sidecar injected into the Pod of examples/agent-deployment.yaml',
+    'Check the sidecar injected into the Pod of examples/demo-agent.yaml',
     async () => {
       // kube-controller-manager turns the Deployment into a ReplicaSet and a Pod (Pending: there
       // is no kubelet); the API server sent that Pod through the webhook on its way in.
@@ -386,7 +386,7 @@ async function main(argv: string[]): Promise<number> {
           '-n',
           namespace,
           '-l',
-          'app.kubernetes.io/name=support-agent',
+          'app.kubernetes.io/name=demo-agent',
           '-o',
           'json',
         ]);
@@ -403,7 +403,7 @@ async function main(argv: string[]): Promise<number> {
           throw new Error(
             items.length
               ? `Pod ${items[0]!.metadata.name} has no agentcard-sidecar container (webhook log: ${logTail('operator')})`
-              : 'no Pod of the support-agent Deployment appeared',
+              : 'no Pod of the demo-agent Deployment appeared',
           );
         }
         await new Promise((r) => setTimeout(r, 500));

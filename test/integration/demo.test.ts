@@ -39,7 +39,7 @@ describe('npm run demo -- --once', () => {
     expect(steps.length).toBeGreaterThan(5);
     expect(steps.at(-1)![1]).toBe(steps.at(-1)![2]);
     // The Deployment example's Pod went through the webhook (API server -> HTTPS -> operator).
-    expect(result.stdout).toMatch(/Pod support-agent-\S+ has the agentcard-sidecar/);
+    expect(result.stdout).toMatch(/Pod demo-agent-\S+ has the agentcard-sidecar/);
     // The chart's default mode end to end: nginx runs with the configuration the webhook wrote
     // into that Pod (the machine has Debian's nginx with njs, as the conformance suite needs).
     expect(result.stdout).toContain("(nginx with the Pod's own configuration, the default mode)");

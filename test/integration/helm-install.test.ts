@@ -122,7 +122,7 @@ describe('helm install into the control plane', () => {
     );
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/agentcard\.agentcard\.dev\/\S+ created \(server dry run\)/);
-    expect(result.stdout).toMatch(/deployment\.apps\/support-agent created/);
+    expect(result.stdout).toMatch(/deployment\.apps\/demo-agent created/);
     expect(result.stdout).toMatch(/ingress\.networking\.k8s\.io\/support-agent created/);
   });
 
