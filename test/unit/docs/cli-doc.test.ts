@@ -13,7 +13,7 @@ const commandsDir = join(repoRoot, 'operator/cli/commands');
 /** The command names of the dispatcher (operator/cli/main.ts). */
 function commands(): string[] {
   const main = readFileSync(join(repoRoot, 'operator/cli/main.ts'), 'utf8');
-  return [...main.matchAll(/^ {2}([a-z]+): \{/gm)].map((m) => m[1]!);
+  return [...main.matchAll(/^ {2}'?([a-z][a-z-]*)'?: \{/gm)].map((m) => m[1]!);
 }
 
 /** The flags of one command: each `name: { type: ... }` entry of its option table. */
