@@ -62,6 +62,8 @@ describe('the packed CLI', () => {
       (p) => !/^(dist\/.+\.js|bin\/agentcard\.js|package\.json|README\.md)$/.test(p),
     );
     expect(others).toEqual([]);
+    // The demo agent (express, a gRPC server) is for the image only.
+    expect(paths.filter((p) => /echo-agent/.test(p))).toEqual([]);
     // Small: the bundle is a few MiB (no node_modules, no generated Kubernetes API classes).
     expect(packed.unpackedSize).toBeLessThan(8 * 2 ** 20);
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
@@ -131,6 +133,14 @@ describe('the packed CLI', () => {
         /^agentcard: tampered\.json: no signature verified/,
       );
       expect(tampered.stderr).not.toMatch(/\n\s+at /);
+
+      // The command the package leaves out says where it is, in one line.
+      const demo = run(node, agentcard, ['demo-agent', '--port=0', '--grpc-port=0'], { cwd: dir });
+      expect(demo.status).toBe(1);
+      expect(demo.stderr).toMatch(
+        /^agentcard: demo-agent: not in this package; it ships in the operator image/,
+      );
+      expect(demo.stderr.trim().split('\n')).toHaveLength(1);
     });
   }
 });

@@ -215,7 +215,8 @@ describe('the production build runs', () => {
 
   it('every subcommand loads and answers --help', () => {
     const help = runImage(['--help']).stdout;
-    const commands = [...help.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1]!);
+    const commands = [...help.matchAll(/^ {2}([a-z][a-z-]*) {2,}/gm)].map((m) => m[1]!);
+    expect(commands).toContain('demo-agent');
     expect(commands.length).toBeGreaterThanOrEqual(8);
     for (const command of commands) {
       const r = runImage([command, '--help']);
@@ -249,6 +250,54 @@ describe('the production build runs', () => {
       await stop(child);
     }
   });
+});
+
+describe('agentcard demo-agent from the image (what examples/demo-agent.yaml runs)', () => {
+  it('answers the A2A call of each binding, as the probes ask it, and stops on SIGTERM', async () => {
+    const [port, grpcPort] = [await freePort(), await freePort()];
+    const [bin, argv] = imageArgv([
+      'demo-agent',
+      '--address=127.0.0.1',
+      `--port=${port}`,
+      `--grpc-port=${grpcPort}`,
+    ]);
+    const child = spawn(bin, argv, {
+      cwd: join(image.rootDir, image.workdir),
+      env: imageEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const health = await waitForOk(`http://127.0.0.1:${port}/healthz`, child);
+      expect(await health.text()).toBe('ok\n');
+      const base = `http://127.0.0.1:${port}`;
+      for (const [url, binding] of [
+        [`${base}/a2a/jsonrpc`, 'JSONRPC'],
+        [`${base}/a2a/rest`, 'HTTP+JSON'],
+        [`http://127.0.0.1:${grpcPort}`, 'GRPC'],
+      ] as const) {
+        // The checkout's `agentcard probe`: the operator's own probe of one interface.
+        const r = spawnSync(
+          node,
+          [
+            join(repoRoot, 'bin', 'agentcard.js'),
+            'probe',
+            '--url',
+            url,
+            '--binding',
+            binding,
+            '--allow-cidr',
+            '127.0.0.1/32',
+          ],
+          { encoding: 'utf8', timeout: 60_000 },
+        );
+        expect(r.status, `${binding}: ${r.stdout}${r.stderr}`).toBe(0);
+      }
+    } finally {
+      const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exit).toBe(0);
+    }
+  }, 120_000);
 });
 
 describe('the production build against the control plane', () => {
