@@ -207,14 +207,16 @@ export interface InProcessOperator {
 
 /**
  * Runs the operator in this process, without leader election; probes are off unless `probes` is
- * set (then only loopback, where the tests' A2A peers listen, is allowed).
+ * set (true: only loopback, where the tests' A2A peers listen, is allowed; 'default': the address
+ * policy an installed operator has, no --probe-allow-cidr).
  */
 export async function startOperator(
   namespace: string,
   extra: string[] = [],
-  opts: { probes?: boolean; kubeconfig?: string } = {},
+  opts: { probes?: boolean | 'default'; kubeconfig?: string } = {},
 ): Promise<InProcessOperator> {
-  const probeFlags = opts.probes ? ['--probe-allow-cidr', '127.0.0.1/32'] : ['--no-probes'];
+  const probeFlags =
+    opts.probes === 'default' ? [] : opts.probes ? ['--probe-allow-cidr', '127.0.0.1/32'] : ['--no-probes'];
   const flags = parseOperatorFlags([
     ...baseFlags(namespace, opts.kubeconfig),
     '--no-leader-elect',
