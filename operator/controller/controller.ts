@@ -32,7 +32,7 @@ import type { Logger } from '../log.ts';
 import { configMapUpToDate, type ConfigMapObject } from './configmap.ts';
 import { allInformers, createInformers, type Informers } from './informers.ts';
 import { objectKey, splitKey } from './keys.ts';
-import type { ControllerMetrics } from './metrics.ts';
+import { CONTROLLER_NAMES, type ControllerMetrics } from './metrics.ts';
 import { planReconcile, type AgentCardObject } from './plan.ts';
 import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
@@ -100,6 +100,7 @@ export class Controller {
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency,
       gate: opts.gate,
+      observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       onError: (key, err, retryInMs) => {
         const [namespace, name] = splitKey(key);

@@ -44,7 +44,7 @@ import { objectKey } from '../keys.ts';
 import type { AgentCardObject } from '../plan.ts';
 import { readReferencedSecrets } from '../read-secrets.ts';
 import { referencedSecretNames } from '../secret-index.ts';
-import { WorkQueue, type QueueGate } from '../workqueue.ts';
+import { WorkQueue, type QueueGate, type QueueObserver } from '../workqueue.ts';
 import { WriteOverlay } from '../write-overlay.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
 import { ownedCatalogStatus, planCatalog, type CatalogObject } from './plan.ts';
@@ -74,6 +74,8 @@ export interface CatalogControllerOptions {
   gate?: Pick<QueueGate, 'onRecover'>;
   /** Time for the work queue and the rest between rebuilds (a manual clock in tests). */
   clock?: Clock;
+  /** The work queue's metrics (workqueue_*, controller_runtime_reconcile_*). */
+  observer?: QueueObserver;
 }
 
 type CatalogRef = { kind: CatalogKind; namespace: string; name: string };
@@ -111,6 +113,7 @@ export class CatalogController {
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency ?? 2,
       clock: this.clock,
+      observer: opts.observer,
       onError: (key, err, retryInMs) =>
         this.log.warn('catalog reconcile failed; retrying', {
           catalog: key,
