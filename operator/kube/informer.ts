@@ -5,7 +5,8 @@
  * bookmarks. A watch that the server ends (its timeout) resumes from the last resourceVersion
  * seen; a 410 Gone (the revision was compacted) relists and reports the differences as
  * add/update/delete; any other error (a refused list, a dropped connection) restarts after a
- * capped exponential backoff, resuming where it stopped. `stop()` ends the watch without an error.
+ * capped exponential backoff, resuming where it stopped (after a 500 from the watch, relisting).
+ * `stop()` ends the watch without an error.
  *
  * A watch that stays open but delivers nothing, not even a bookmark, for WATCH_IDLE_MS is taken
  * for dead (a partition that drops packets closes nothing, and the body timeout would end such a
@@ -325,6 +326,12 @@ export class ResilientInformer<T extends KubernetesObject> {
             `the watch delivered nothing (no event, no bookmark) for ${this.watchIdleMs / 1000} s; resuming it`,
             { cause: err },
           );
+        // 500: the server answers but cannot serve a watch from this revision. Measured on
+        // kube-apiserver 1.36 for a resource served without the watch cache, resumed from a
+        // revision etcd had compacted: "etcd event received with PrevKv=nil" (500), not 410, on
+        // every try. Resuming would ask the same thing forever; the restart relists instead, as
+        // client-go's reflector does after every failed watch.
+        if (apiStatusCode(err) === 500) this.resourceVersion = '';
         if (!(err instanceof Relist) && apiStatusCode(err) !== 410) throw err;
         this.log.info('watch expired (410 Gone); relisting', { informer: this.name });
         await this.relist(signal);

@@ -39,6 +39,7 @@ function fakeApi(clock: ManualClock) {
     lists: [] as number[],
     emit: (e: WatchEvent<Obj>) => deliver!(e),
     expire: () => fail!(new ApiError(410, { message: 'too old resource version' })),
+    fail: (err: unknown) => fail!(err),
     client: {
       request: async () => {
         api.lists.push(clock.now() - t0);
@@ -117,6 +118,23 @@ describe('ResilientInformer handlers', () => {
     api.expire();
     await settle();
     expect(calls).toEqual(['update ns/a@1->7', 'add ns/d@8', 'delete ns/c@1']);
+    await informer.stop();
+  });
+
+  it('relists after a watch the server failed with 500, reporting changes against the cache', async () => {
+    const clock = new ManualClock();
+    const api = fakeApi(clock);
+    api.items = [obj('ns', 'a', '1')];
+    const informer = informerOn(clock, api.client, { backoff: { baseMs: 1_000, maxMs: 1_000 } });
+    const calls = record(informer);
+    await informer.start();
+    calls.length = 0;
+    api.items = [obj('ns', 'a', '2')];
+    api.fail(new ApiError(500, { message: 'etcd event received with PrevKv=nil' }));
+    await settle();
+    await clock.advance(1_000);
+    expect(api.lists).toEqual([0, 1_000]); // a list, not a resumed watch
+    expect(calls).toEqual(['update ns/a@1->2']);
     await informer.stop();
   });
 
