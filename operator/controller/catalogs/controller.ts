@@ -94,9 +94,7 @@ export class CatalogController {
   private readonly catalogs = new Map<string, ResilientInformer<CatalogObject & KubernetesObject>>();
   private clusterCatalogs?: ResilientInformer<CatalogObject & KubernetesObject>;
   private namespaces?: ResilientInformer<V1Namespace>;
-  private readonly seenGeneration = new Map<string, number>();
   private readonly cardPrints = new Map<string, string>();
-  private readonly nsLabels = new Map<string, string>();
   private readonly catalogOverlay = new WriteOverlay<CatalogObject & KubernetesObject>();
   private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
   /** ConfigMaps being applied now (their watch event may beat the response). */
@@ -158,17 +156,14 @@ export class CatalogController {
           delete ns.status;
         },
       });
-      const onNs = (ns: V1Namespace, deleted: boolean) => {
-        const name = ns.metadata?.name ?? '';
-        const labels = deleted ? '' : JSON.stringify(ns.metadata?.labels ?? {});
-        if (this.nsLabels.get(name) === labels) return;
-        if (deleted) this.nsLabels.delete(name);
-        else this.nsLabels.set(name, labels);
-        this.enqueueCluster();
-      };
-      this.namespaces.on('add', (ns) => onNs(ns, false));
-      this.namespaces.on('update', (ns) => onNs(ns, false));
-      this.namespaces.on('delete', (ns) => onNs(ns, true));
+      // Only a change of labels matters (namespaceSelector): the informer hands old and new.
+      this.namespaces.addEventHandler({
+        add: () => this.enqueueCluster(),
+        update: (old, now) => {
+          if (!sameData(old.metadata?.labels ?? {}, now.metadata?.labels ?? {})) this.enqueueCluster();
+        },
+        delete: () => this.enqueueCluster(),
+      });
     }
     // As the AgentCard controller's: the API server answers again, so watches waiting out their
     // backoff resume now instead of up to 30 s later.
@@ -274,22 +269,18 @@ export class CatalogController {
       namespace: kind === CATALOG_KIND ? (c.metadata.namespace ?? '') : '',
       name: c.metadata.name,
     });
-    const changed = (c: CatalogObject, added: boolean) => {
-      const key = keyOf(ref(c));
-      const generation = c.metadata.generation ?? 0;
-      if (added || this.seenGeneration.get(key) !== generation) {
-        this.seenGeneration.set(key, generation);
-        this.enqueue(key);
-      }
-    };
-    inf.on('add', (c) => changed(c, true));
-    inf.on('update', (c) => changed(c, false));
-    inf.on('delete', (c) => {
-      const key = keyOf(ref(c));
-      this.seenGeneration.delete(key);
-      this.lastBuild.delete(key);
-      this.catalogOverlay.forget(key);
-      this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
+    inf.addEventHandler({
+      add: (c) => this.enqueue(keyOf(ref(c))),
+      // A spec change, not the echo of its own status write (the informer hands old and new).
+      update: (old, now) => {
+        if ((old.metadata.generation ?? 0) !== (now.metadata.generation ?? 0)) this.enqueue(keyOf(ref(now)));
+      },
+      delete: (c) => {
+        const key = keyOf(ref(c));
+        this.lastBuild.delete(key);
+        this.catalogOverlay.forget(key);
+        this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
+      },
     });
   }
 
@@ -489,18 +480,15 @@ export class CatalogController {
       ]),
     );
     const watched = this.scope(publishNamespace) !== undefined;
-    const parsedLabels = new Map<string, Record<string, string> | undefined>();
     const input = {
       kind: ref.kind,
       catalog,
       publishNamespace,
       cards,
+      // From the namespace cache itself (undefined: a namespace it does not know).
       namespaceLabels: (ns: string) => {
-        if (!parsedLabels.has(ns)) {
-          const text = this.nsLabels.get(ns);
-          parsedLabels.set(ns, text === undefined ? undefined : (JSON.parse(text) as Record<string, string>));
-        }
-        return parsedLabels.get(ns);
+        const namespace = this.namespaces?.get(ns);
+        return namespace ? (namespace.metadata?.labels ?? {}) : undefined;
       },
       secrets,
       liveConfigMap: (name: string) =>
