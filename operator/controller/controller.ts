@@ -32,7 +32,7 @@ import type { Logger } from '../log.ts';
 import { configMapUpToDate, type ConfigMapObject } from './configmap.ts';
 import { allInformers, createInformers, type Informers } from './informers.ts';
 import { objectKey, splitKey } from './keys.ts';
-import type { ControllerMetrics } from './metrics.ts';
+import { CONTROLLER_NAMES, type ControllerMetrics } from './metrics.ts';
 import { planReconcile, type AgentCardObject } from './plan.ts';
 import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
@@ -74,7 +74,6 @@ export class Controller {
   /** Per watched namespace ('' = all namespaces). */
   private readonly informers = new Map<string, Informers>();
   private readonly secretIndex = new SecretIndex();
-  private readonly seenGeneration = new Map<string, number>();
   private readonly secretVersions = new SecretVersions();
   /**
    * A digest of the controller-owned status each card should have (what the last reconcile
@@ -100,6 +99,7 @@ export class Controller {
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency,
       gate: opts.gate,
+      observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       onError: (key, err, retryInMs) => {
         const [namespace, name] = splitKey(key);
@@ -123,8 +123,8 @@ export class Controller {
   private makeInformers(namespace: string | undefined): Informers {
     const informers = createInformers(this.opts.client, this.log, namespace);
     const { cards, configMaps, secrets, secretMetadata, pods } = informers;
-    cards.on('add', (obj) => this.onCard(obj, true));
-    cards.on('update', (obj) => this.onCard(obj, false));
+    cards.on('add', (obj) => this.onCard(obj));
+    cards.on('update', (obj, old) => this.onCard(obj, old));
     cards.on('delete', (obj) => this.onCardDeleted(obj));
     configMaps.on('add', (obj) => this.onConfigMap(obj, false));
     configMaps.on('update', (obj) => this.onConfigMap(obj, false));
@@ -211,20 +211,19 @@ export class Controller {
 
   // ---- event handlers ------------------------------------------------------------------------
 
-  private onCard(obj: AgentCardObject, added: boolean): void {
+  /** `old`: the cached card an update replaces (none: added). */
+  private onCard(obj: AgentCardObject, old?: AgentCardObject): void {
     const { namespace, name } = obj.metadata;
     const key = objectKey(namespace, name);
     this.secretIndex.set(
       key,
       referencedSecretNames(obj.spec).map((s) => objectKey(namespace, s)),
     );
-    const generation = obj.metadata.generation ?? 0;
     const changed =
-      added ||
-      this.seenGeneration.get(key) !== generation ||
+      !old ||
+      (old.metadata.generation ?? 0) !== (obj.metadata.generation ?? 0) ||
       !!obj.metadata.deletionTimestamp ||
       this.statusEditedByOthers(key, obj);
-    this.seenGeneration.set(key, generation);
     if (changed) this.enqueue(key);
   }
 
@@ -239,7 +238,6 @@ export class Controller {
     const { namespace, name } = obj.metadata;
     const key = objectKey(namespace, name);
     this.secretIndex.delete(key);
-    this.seenGeneration.delete(key);
     this.plannedStatus.delete(key);
     this.cardOverlay.forget(key);
     this.configMapOverlay.forget(objectKey(namespace, configMapName(name)));

@@ -6,9 +6,18 @@
  * The per-card series (ready, condition, info, pods missing the sidecar: up to 10 per card) are
  * built at scrape time from one small record per card (ScrapeTimeGauge) rather than stored by
  * prom-client as label sets, which cost about 2.5 KiB per card at rest (docs/scaling.md).
+ *
+ * The work queue and reconcile metrics of both controllers are `runtime` (metrics/runtime.ts,
+ * client-go's and controller-runtime's names). agentcard_reconcile_total,
+ * agentcard_reconcile_duration_seconds and agentcard_workqueue_depth came first and are kept,
+ * deprecated (docs/operations.md), for the dashboards and alerts that read them.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { RuntimeMetrics } from '../metrics/runtime.ts';
 import { ScrapeTimeGauge, type Sample } from '../metrics/scrape-time.ts';
+
+/** The `controller` label of each controller's work queue and reconcile metrics. */
+export const CONTROLLER_NAMES = { cards: 'agentcard', catalogs: 'agentcatalog' } as const;
 
 const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;
 
@@ -43,25 +52,28 @@ export class ControllerMetrics {
   readonly apiWrites: Counter<'resource'>;
   readonly condition: Gauge<'namespace' | 'name' | 'type' | 'status' | 'reason'>;
   readonly podsMissingSidecar: Gauge<'namespace' | 'name'>;
+  /** workqueue_* and controller_runtime_reconcile_* of every controller. */
+  readonly runtime: RuntimeMetrics;
   /** By namespace/name, in the order the cards were first seen. */
   private readonly cards = new Map<string, CardRecord>();
 
   constructor(registry: Registry) {
+    this.runtime = new RuntimeMetrics(registry);
     this.reconcileTotal = new Counter({
       name: 'agentcard_reconcile_total',
-      help: 'Reconciles of AgentCards by result (success, error).',
+      help: 'Deprecated, use controller_runtime_reconcile_total{controller="agentcard"}. Reconciles of AgentCards by result (success, error).',
       labelNames: ['result'],
       registers: [registry],
     });
     this.reconcileDuration = new Histogram({
       name: 'agentcard_reconcile_duration_seconds',
-      help: 'Duration of one AgentCard reconcile, API calls included.',
+      help: 'Deprecated, use controller_runtime_reconcile_time_seconds{controller="agentcard"}. Duration of one AgentCard reconcile, API calls included.',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     });
     this.workqueueDepth = new Gauge({
       name: 'agentcard_workqueue_depth',
-      help: 'AgentCard keys waiting in the work queue.',
+      help: 'Deprecated, use workqueue_depth{name="agentcard"}. AgentCard keys waiting in the work queue.',
       registers: [registry],
     });
     this.ready = new ScrapeTimeGauge(

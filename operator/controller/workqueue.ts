@@ -14,6 +14,12 @@
  *   and a key queued `high` (a change someone made) starts before every `low` key. A key queued
  *   at both is queued once, at the higher. At 10,000 AgentCards a resync is ~90 s of reconciles;
  *   a spec change must not wait behind them.
+ *
+ * What it does is reported to an optional QueueObserver (operator/metrics/runtime.ts turns it into
+ * client-go's workqueue_* and controller-runtime's controller_runtime_reconcile_* metrics): keys
+ * added per lane, how long each waited in its lane and how long its run took, the run's outcome,
+ * retries, and, read at scrape time, the depth per lane and the age of the runs in flight. Times
+ * come from the queue's clock, so a test measures them exactly.
  */
 import { backoffDelay, type BackoffOptions } from '../kube/backoff.ts';
 import { systemClock, type Clock } from '../kube/clock.ts';
@@ -24,6 +30,34 @@ export type Handler = (key: string) => Promise<HandlerResult>;
 
 /** `high`: a change to act on now; `low`: background work (initial list, resync, probe verdicts). */
 export type Priority = 'high' | 'low';
+
+/** How a run ended, as controller-runtime's reconcile_total labels it. */
+export type RunOutcome = 'success' | 'error' | 'requeue' | 'requeue_after';
+
+/** The queue's state, read when metrics are scraped. */
+export interface QueueStats {
+  readonly concurrency: number;
+  /** Keys running now. */
+  readonly active: number;
+  /** Keys waiting in one lane. */
+  depthOf(priority: Priority): number;
+  /** Total and longest time (ms) the runs in flight have been running, at `now` on the queue's clock. */
+  runningMs(): { totalMs: number; longestMs: number };
+}
+
+/** What the queue reports as it works (for metrics); every time is in ms on the queue's clock. */
+export interface QueueObserver {
+  /** The queue exists: its state can be read from now on. */
+  bind?(stats: QueueStats): void;
+  /** A key entered a lane, or was marked to run again while running (not a key already waiting). */
+  added(priority: Priority): void;
+  /** A key left its lane for a worker after waiting `waitedMs` since it was added. */
+  started(priority: Priority, waitedMs: number): void;
+  /** A run ended after `ms`. */
+  finished(outcome: RunOutcome, ms: number): void;
+  /** A failed key was scheduled again after its backoff. */
+  retried(): void;
+}
 
 /** What the queue asks before starting work (kube/health.ts's ApiHealth is one). */
 export interface QueueGate {
@@ -43,28 +77,36 @@ export interface WorkQueueOptions {
   onDepth?: (depth: number) => void;
   /** Called when a handler throws, with the delay before its retry. */
   onError?: (key: string, err: unknown, retryInMs: number) => void;
-  /** Time for delayed adds and the resync (a manual clock in tests). */
+  /** Time for delayed adds, the resync and the metrics' durations (a manual clock in tests). */
   clock?: Clock;
+  /** Told what the queue does (metrics). */
+  observer?: QueueObserver;
 }
+
+const NO_OBSERVER: QueueObserver = { added() {}, started() {}, finished() {}, retried() {} };
 
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 1_000, maxMs: 5 * 60_000 };
 
-export class WorkQueue {
+export class WorkQueue implements QueueStats {
   private readonly handler: Handler;
-  private readonly concurrency: number;
+  readonly concurrency: number;
   private readonly backoff: BackoffOptions;
   private readonly onDepth: (depth: number) => void;
   private readonly onError: (key: string, err: unknown, retryInMs: number) => void;
 
   /**
-   * Keys waiting for a worker, in arrival order per priority (a Set keeps insertion order and
-   * dedupes). A key is in at most one of the two.
+   * Keys waiting for a worker, in arrival order per priority (a Map keeps insertion order and
+   * dedupes), each with the time it was added. A key is in at most one of the two.
    */
-  private readonly queued = { high: new Set<string>(), low: new Set<string>() };
-  /** Keys a worker is running now. */
-  private readonly processing = new Set<string>();
-  /** Keys added while they were being processed (at the highest priority asked): queued again when their run ends. */
-  private readonly dirty = new Map<string, Priority>();
+  private readonly queued = { high: new Map<string, number>(), low: new Map<string, number>() };
+  /** Keys a worker is running now, with the time each run started. */
+  private readonly processing = new Map<string, number>();
+  /**
+   * Keys added while they were being processed (at the highest priority asked, and when first
+   * added): queued again when their run ends.
+   */
+  private readonly dirty = new Map<string, { priority: Priority; at: number }>();
+  private readonly observer: QueueObserver;
   /** Delayed adds (backoff retries, requeue-after, resync are not delayed). */
   private readonly delayed = new Map<string, { at: number; cancel: () => void }>();
   /** Consecutive failures per key, for the backoff. */
@@ -91,23 +133,51 @@ export class WorkQueue {
     this.clock = opts.clock ?? systemClock;
     this.gate = opts.gate;
     this.gate?.onRecover(() => this.pump());
+    this.observer = opts.observer ?? NO_OBSERVER;
+    this.observer.bind?.(this);
   }
 
   /** Queues a key now (default `high`). Ignored after shutdown started. */
   add(key: string, priority: Priority = 'high'): void {
     if (this.stopping) return;
     if (this.processing.has(key)) {
-      if (this.dirty.get(key) !== 'high') this.dirty.set(key, priority);
-    } else this.enqueue(key, priority);
+      const dirty = this.dirty.get(key);
+      if (!dirty) {
+        this.dirty.set(key, { priority, at: this.clock.now() });
+        this.observer.added(priority);
+      } else if (priority === 'high') dirty.priority = 'high';
+    } else this.enqueue(key, priority, this.clock.now());
     this.pump();
   }
 
-  /** Puts a key that is not running in its lane; a `high` add moves a `low` key up, never down. */
-  private enqueue(key: string, priority: Priority): void {
+  /**
+   * Puts a key that is not running in its lane; a `high` add moves a `low` key up (keeping the
+   * time it was first added), never down.
+   */
+  private enqueue(key: string, priority: Priority, at: number): void {
+    const waiting = this.queued.high.get(key) ?? this.queued.low.get(key);
+    if (waiting === undefined) this.observer.added(priority);
     if (priority === 'high') {
       this.queued.low.delete(key);
-      this.queued.high.add(key);
-    } else if (!this.queued.high.has(key)) this.queued.low.add(key);
+      if (!this.queued.high.has(key)) this.queued.high.set(key, waiting ?? at);
+    } else if (waiting === undefined) this.queued.low.set(key, at);
+  }
+
+  /** Keys waiting in one lane. */
+  depthOf(priority: Priority): number {
+    return this.queued[priority].size;
+  }
+
+  /** Total and longest time the runs in flight have been running, now. */
+  runningMs(): { totalMs: number; longestMs: number } {
+    const now = this.clock.now();
+    let totalMs = 0;
+    let longestMs = 0;
+    for (const started of this.processing.values()) {
+      totalMs += now - started;
+      longestMs = Math.max(longestMs, now - started);
+    }
+    return { totalMs, longestMs };
   }
 
   /** Queues a key after `ms`; an earlier pending delayed add of the same key wins. */
@@ -194,17 +264,19 @@ export class WorkQueue {
     while (!this.stopping && this.processing.size < limit && this.depth > 0) {
       const priority: Priority = this.queued.high.size > 0 ? 'high' : 'low';
       const lane = this.queued[priority];
-      const key = lane.values().next().value as string;
+      const [key, addedAt] = lane.entries().next().value as [string, number];
       lane.delete(key);
-      this.start(key, priority);
+      this.start(key, priority, addedAt);
     }
     if (limit === 0 && this.depth > 0 && !this.stopping) this.pumpAfterGate();
     this.reportDepth();
     this.notifyIdle();
   }
 
-  private start(key: string, priority: Priority): void {
-    this.processing.add(key);
+  private start(key: string, priority: Priority, addedAt: number): void {
+    const now = this.clock.now();
+    this.observer.started(priority, now - addedAt);
+    this.processing.set(key, now);
     // This run covers any delayed re-add of the key that was still pending.
     const pending = this.delayed.get(key);
     if (pending) {
@@ -216,24 +288,39 @@ export class WorkQueue {
       this.processing.delete(key);
       const again = this.dirty.get(key);
       this.dirty.delete(key);
-      if (again && !this.stopping) this.enqueue(key, again);
+      if (again && !this.stopping) this.requeueDirty(key, again.priority, again.at);
       this.pump();
     });
     this.inFlight.add(run);
   }
 
+  /** A key added during its run goes to its lane (counted as added then, not again now). */
+  private requeueDirty(key: string, priority: Priority, at: number): void {
+    if (priority === 'high') this.queued.high.set(key, at);
+    else this.queued.low.set(key, at);
+  }
+
   /** Runs the handler; a retry or requeue-after keeps the priority the run had. */
   private async run(key: string, priority: Priority): Promise<void> {
+    const started = this.clock.now();
+    let outcome: RunOutcome = 'success';
     try {
       const result = await this.handler(key);
       this.failures.delete(key);
-      if (result && result.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs, priority);
+      if (result && result.requeueAfterMs !== undefined) {
+        outcome = result.requeueAfterMs > 0 ? 'requeue_after' : 'requeue';
+        this.addAfter(key, result.requeueAfterMs, priority);
+      }
     } catch (err) {
+      outcome = 'error';
       const failures = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, failures);
       const delay = backoffDelay(failures, this.backoff);
       this.onError(key, err, delay);
+      if (!this.stopping) this.observer.retried();
       this.addAfter(key, delay, priority);
+    } finally {
+      this.observer.finished(outcome, this.clock.now() - started);
     }
   }
 

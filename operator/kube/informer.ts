@@ -5,13 +5,25 @@
  * bookmarks. A watch that the server ends (its timeout) resumes from the last resourceVersion
  * seen; a 410 Gone (the revision was compacted) relists and reports the differences as
  * add/update/delete; any other error (a refused list, a dropped connection) restarts after a
- * capped exponential backoff, resuming where it stopped. `stop()` ends the watch without an error.
+ * capped exponential backoff, resuming where it stopped (after a 500 from the watch, relisting).
+ * `stop()` ends the watch without an error.
  *
  * A watch that stays open but delivers nothing, not even a bookmark, for WATCH_IDLE_MS is taken
  * for dead (a partition that drops packets closes nothing, and the body timeout would end such a
  * stream only after the watch's timeoutSeconds plus a minute): it is aborted and resumed from the
  * last resourceVersion like any failed watch.
  * https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes
+ *
+ * Handlers get what client-go's ResourceEventHandler gets: an update hands over the cached object
+ * it replaces and the new one, a delete the last object known (the watch's DELETED object, or the
+ * cached one when a relist finds it gone), so a controller compares old and new instead of keeping
+ * its own copy of old state. Indexes (client-go's Indexers) answer "which cached objects have this
+ * owner, label, namespace" from a map kept up to date on every change, without scanning or
+ * copying the cache; the namespace index is always there (list(namespace) uses it).
+ *
+ * Restarts after an error wait a capped exponential backoff with equal jitter by default, so the
+ * dozen informers of a process that all failed when the API server went away do not all come
+ * back in the same instant when it returns.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
@@ -21,7 +33,36 @@ import type { Logger } from '../log.ts';
 import { ApiError, METADATA_ONLY, type KubeClient, type WatchEvent } from './client.ts';
 import { apiStatusCode, describeApiError } from './errors.ts';
 
-export type ObjectHandler<T> = (obj: T) => void;
+/** An add or delete handler; an update handler registered with on() gets (new, old). */
+export type ObjectHandler<T> = (obj: T, old?: T) => void;
+
+/** client-go's ResourceEventHandlerFuncs: any of the three, update with (old, new). */
+export interface EventHandler<T> {
+  add?: (obj: T) => void;
+  update?: (oldObj: T, newObj: T) => void;
+  /** The last state known of the object. */
+  delete?: (obj: T) => void;
+}
+
+/** The values an object is filed under in one index (client-go's IndexFunc); none: not filed. */
+export type IndexFunc<T> = (obj: T) => readonly string[];
+
+/** The index every informer keeps: by metadata.namespace ('' for cluster-scoped objects). */
+export const NAMESPACE_INDEX = 'namespace';
+
+/** An index by controller owner: `kind/name` of the ownerReference with controller=true. */
+export function byControllerOwner(obj: KubernetesObject): string[] {
+  const owner = obj.metadata?.ownerReferences?.find((r) => r.controller);
+  return owner ? [`${owner.kind}/${owner.name}`] : [];
+}
+
+/** An index by the value of one label (objects without it are not filed). */
+export function byLabel(label: string): IndexFunc<KubernetesObject> {
+  return (obj) => {
+    const value = obj.metadata?.labels?.[label];
+    return value === undefined ? [] : [value];
+  };
+}
 /** A list answer as the server sends it (client-node's model calls `continue` `_continue`). */
 interface ListPage<T> {
   items: T[] | null;
@@ -30,6 +71,8 @@ interface ListPage<T> {
 type Verb = 'add' | 'update' | 'delete';
 
 export interface InformerOptions<T extends KubernetesObject> {
+  /** Indexes by name, kept from the start (addIndexers adds more before start). */
+  indexers?: Record<string, IndexFunc<T>>;
   /** A short name for logs and metrics, e.g. "agentcards". */
   name: string;
   client: KubeClient;
@@ -37,6 +80,7 @@ export interface InformerOptions<T extends KubernetesObject> {
   path: string;
   labelSelector?: string;
   log: Logger;
+  /** Default: 1 s doubling to 30 s, equal jitter. */
   backoff?: BackoffOptions;
   /** After this long without an error, the backoff starts again from its base. */
   healthyAfterMs?: number;
@@ -80,8 +124,13 @@ export class ResilientInformer<T extends KubernetesObject> {
   private readonly backoff: Backoff;
   private readonly healthyAfterMs: number;
   private readonly watchIdleMs: number;
-  private readonly handlers: Record<Verb, Array<ObjectHandler<T>>> = { add: [], update: [], delete: [] };
+  private readonly handlers: Array<EventHandler<T>> = [];
   private cache = new Map<string, T>();
+  /** index name -> its function. */
+  private readonly indexFns = new Map<string, IndexFunc<T>>();
+  /** index name -> value -> keys of the cached objects filed under it. */
+  private indexes = new Map<string, Map<string, Set<string>>>();
+  private syncWaiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
   private resourceVersion = '';
   private stopped = true;
   private isSynced = false;
@@ -95,23 +144,71 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.name = opts.name;
     this.opts = opts;
     this.log = opts.log;
-    this.backoff = new Backoff(opts.backoff ?? { baseMs: 1_000, maxMs: 30_000 });
+    this.backoff = new Backoff(opts.backoff ?? { baseMs: 1_000, maxMs: 30_000, jitter: 'equal' });
     this.healthyAfterMs = opts.healthyAfterMs ?? 60_000;
     this.clock = opts.clock ?? systemClock;
     this.watchIdleMs = opts.watchIdleMs ?? WATCH_IDLE_MS;
+    this.addIndexers({
+      [NAMESPACE_INDEX]: (obj) => [obj.metadata?.namespace ?? ''],
+      ...opts.indexers,
+    });
   }
 
+  /** The handler of one verb; an update handler gets (new, old). */
   on(verb: Verb, handler: ObjectHandler<T>): void {
-    this.handlers[verb].push(handler);
+    if (verb === 'update') this.handlers.push({ update: (old, obj) => handler(obj, old) });
+    else this.handlers.push({ [verb]: handler });
+  }
+
+  /** Adds handlers in client-go's shape: update gets (old, new), delete the last known object. */
+  addEventHandler(handler: EventHandler<T>): void {
+    this.handlers.push(handler);
+  }
+
+  /**
+   * Adds indexes (client-go's AddIndexers); objects already cached are filed at once. An index
+   * name may be given once.
+   */
+  addIndexers(indexers: Record<string, IndexFunc<T>>): void {
+    for (const [name, fn] of Object.entries(indexers)) {
+      if (this.indexFns.has(name))
+        throw new Error(`informer ${this.name} already has an index named ${name}`);
+      this.indexFns.set(name, fn);
+      const index = new Map<string, Set<string>>();
+      this.indexes.set(name, index);
+      for (const [key, obj] of this.cache) fileUnder(index, fn(obj), key);
+    }
+  }
+
+  /**
+   * The cached objects filed under `value` in the index `indexName` (client-go's ByIndex): found
+   * through the index, never by scanning the cache.
+   */
+  byIndex(indexName: string, value: string): T[] {
+    const index = this.indexes.get(indexName);
+    if (!index) throw new Error(`informer ${this.name} has no index named ${indexName}`);
+    const out: T[] = [];
+    for (const key of index.get(value) ?? []) {
+      const obj = this.cache.get(key);
+      if (obj) out.push(obj);
+    }
+    return out;
+  }
+
+  /** The values of an index that have objects filed under them (client-go's ListIndexFuncValues). */
+  indexValues(indexName: string): string[] {
+    const index = this.indexes.get(indexName);
+    if (!index) throw new Error(`informer ${this.name} has no index named ${indexName}`);
+    return [...index.keys()];
   }
 
   get(name: string, namespace?: string): T | undefined {
     return this.cache.get(`${namespace ?? ''}/${name}`);
   }
 
+  /** Every cached object, or those of one namespace (through the namespace index). */
   list(namespace?: string): ReadonlyArray<T> {
-    const all = [...this.cache.values()];
-    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
+    return namespace === undefined ? [...this.cache.values()] : this.byIndex(NAMESPACE_INDEX, namespace);
   }
 
   /** True once the first list has been loaded and the watch started. */
@@ -125,12 +222,33 @@ export class ResilientInformer<T extends KubernetesObject> {
     return this.attempt();
   }
 
-  /** Resolves once synced (polling; an informer that cannot sync keeps retrying meanwhile). */
-  async waitForSync(signal?: AbortSignal): Promise<void> {
-    while (!this.isSynced) {
-      if (signal?.aborted || this.stopped) throw new Error(`informer ${this.name} stopped before it synced`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+  /**
+   * Resolves once synced; rejects when `signal` aborts or the informer stops first. It waits for
+   * the sync itself, not on a timer: an informer that cannot sync keeps retrying on its clock
+   * meanwhile, and a test on a manual clock sees the wait end in the step that synced it.
+   */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.isSynced) return Promise.resolve();
+    const stopped = () => new Error(`informer ${this.name} stopped before it synced`);
+    if (signal?.aborted || this.stopped) return Promise.reject(stopped());
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.syncWaiters = this.syncWaiters.filter((w) => w !== waiter);
+        reject(stopped());
+      };
+      const waiter = {
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (err: Error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      this.syncWaiters.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   /**
@@ -146,6 +264,9 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    const waiters = this.syncWaiters;
+    this.syncWaiters = [];
+    for (const w of waiters) w.reject(new Error(`informer ${this.name} stopped before it synced`));
     this.cancelRestart?.();
     this.cancelRestart = undefined;
     this.abort?.abort();
@@ -165,6 +286,9 @@ export class ResilientInformer<T extends KubernetesObject> {
     if (this.stopped) return;
     if (!this.isSynced) this.log.info('informer synced', { informer: this.name });
     this.isSynced = true;
+    const waiters = this.syncWaiters;
+    this.syncWaiters = [];
+    for (const w of waiters) w.resolve();
     this.running = this.watchLoop(abort.signal).catch((err: unknown) => {
       if (!abort.signal.aborted) this.onError(err);
     });
@@ -202,6 +326,12 @@ export class ResilientInformer<T extends KubernetesObject> {
             `the watch delivered nothing (no event, no bookmark) for ${this.watchIdleMs / 1000} s; resuming it`,
             { cause: err },
           );
+        // 500: the server answers but cannot serve a watch from this revision. Measured on
+        // kube-apiserver 1.36 for a resource served without the watch cache, resumed from a
+        // revision etcd had compacted: "etcd event received with PrevKv=nil" (500), not 410, on
+        // every try. Resuming would ask the same thing forever; the restart relists instead, as
+        // client-go's reflector does after every failed watch.
+        if (apiStatusCode(err) === 500) this.resourceVersion = '';
         if (!(err instanceof Relist) && apiStatusCode(err) !== 410) throw err;
         this.log.info('watch expired (410 Gone); relisting', { informer: this.name });
         await this.relist(signal);
@@ -229,13 +359,41 @@ export class ResilientInformer<T extends KubernetesObject> {
     } while (next);
     const previous = this.cache;
     this.cache = fresh;
+    this.reindex();
     this.resourceVersion = listVersion;
     for (const [key, obj] of fresh) {
       const before = previous.get(key);
       if (!before) this.emit('add', obj);
-      else if (before.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('update', obj);
+      else if (before.metadata?.resourceVersion !== obj.metadata?.resourceVersion)
+        this.emit('update', obj, before);
     }
+    // The last state known of an object that went while the watch was down.
     for (const [key, obj] of previous) if (!fresh.has(key)) this.emit('delete', obj);
+  }
+
+  /** Rebuilds every index from the cache (after a relist replaced it). */
+  private reindex(): void {
+    for (const [name, fn] of this.indexFns) {
+      const index = new Map<string, Set<string>>();
+      for (const [key, obj] of this.cache) fileUnder(index, fn(obj), key);
+      this.indexes.set(name, index);
+    }
+  }
+
+  /** Moves one key in every index from what `before` was filed under to what `after` is. */
+  private updateIndexes(key: string, before: T | undefined, after: T | undefined): void {
+    for (const [name, fn] of this.indexFns) {
+      const index = this.indexes.get(name)!;
+      const old = before ? fn(before) : [];
+      const now = after ? fn(after) : [];
+      for (const value of old) {
+        if (now.includes(value)) continue;
+        const keys = index.get(value);
+        keys?.delete(key);
+        if (keys?.size === 0) index.delete(value);
+      }
+      fileUnder(index, now, key);
+    }
   }
 
   private onEvent(event: WatchEvent<T>): void {
@@ -251,13 +409,16 @@ export class ResilientInformer<T extends KubernetesObject> {
     }
     const obj = this.prepare(event.object);
     const key = keyOf(obj);
+    const before = this.cache.get(key);
     if (event.type === 'DELETED') {
       this.cache.delete(key);
+      this.updateIndexes(key, before, undefined);
       this.emit('delete', obj);
     } else {
-      const existed = this.cache.has(key);
       this.cache.set(key, obj);
-      this.emit(existed ? 'update' : 'add', obj);
+      this.updateIndexes(key, before, obj);
+      if (before) this.emit('update', obj, before);
+      else this.emit('add', obj);
     }
     if (version) this.resourceVersion = version;
   }
@@ -272,10 +433,11 @@ export class ResilientInformer<T extends KubernetesObject> {
     return obj;
   }
 
-  private emit(verb: Verb, obj: T): void {
-    for (const handler of this.handlers[verb]) {
+  private emit(verb: Verb, obj: T, old?: T): void {
+    for (const handler of this.handlers) {
       try {
-        handler(obj);
+        if (verb === 'update') handler.update?.(old!, obj);
+        else handler[verb]?.(obj);
       } catch (err) {
         this.log.error('informer handler failed', { informer: this.name, error: describeApiError(err) });
       }
@@ -296,5 +458,13 @@ export class ResilientInformer<T extends KubernetesObject> {
       this.cancelRestart = undefined;
       if (!this.stopped) void this.attempt();
     });
+  }
+}
+
+function fileUnder(index: Map<string, Set<string>>, values: readonly string[], key: string): void {
+  for (const value of values) {
+    let keys = index.get(value);
+    if (!keys) index.set(value, (keys = new Set()));
+    keys.add(key);
   }
 }

@@ -20,7 +20,7 @@ import { Controller } from '../controller/controller.ts';
 import { CatalogController } from '../controller/catalogs/controller.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
-import { ControllerMetrics } from '../controller/metrics.ts';
+import { CONTROLLER_NAMES, ControllerMetrics } from '../controller/metrics.ts';
 import { noProbes, probeWiring, type ProbeHooks } from '../controller/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
 
@@ -174,6 +174,7 @@ export async function runOperator(
           resyncMs: flags.resyncMs,
           gate: apiHealth,
           onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
+          observer: metrics.runtime.controller(CONTROLLER_NAMES.catalogs),
         })
       : undefined;
     return cards;

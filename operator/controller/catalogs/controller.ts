@@ -44,7 +44,7 @@ import { objectKey } from '../keys.ts';
 import type { AgentCardObject } from '../plan.ts';
 import { readReferencedSecrets } from '../read-secrets.ts';
 import { referencedSecretNames } from '../secret-index.ts';
-import { WorkQueue, type QueueGate } from '../workqueue.ts';
+import { WorkQueue, type QueueGate, type QueueObserver } from '../workqueue.ts';
 import { WriteOverlay } from '../write-overlay.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
 import { ownedCatalogStatus, planCatalog, type CatalogObject } from './plan.ts';
@@ -74,6 +74,8 @@ export interface CatalogControllerOptions {
   gate?: Pick<QueueGate, 'onRecover'>;
   /** Time for the work queue and the rest between rebuilds (a manual clock in tests). */
   clock?: Clock;
+  /** The work queue's metrics (workqueue_*, controller_runtime_reconcile_*). */
+  observer?: QueueObserver;
 }
 
 type CatalogRef = { kind: CatalogKind; namespace: string; name: string };
@@ -92,9 +94,7 @@ export class CatalogController {
   private readonly catalogs = new Map<string, ResilientInformer<CatalogObject & KubernetesObject>>();
   private clusterCatalogs?: ResilientInformer<CatalogObject & KubernetesObject>;
   private namespaces?: ResilientInformer<V1Namespace>;
-  private readonly seenGeneration = new Map<string, number>();
   private readonly cardPrints = new Map<string, string>();
-  private readonly nsLabels = new Map<string, string>();
   private readonly catalogOverlay = new WriteOverlay<CatalogObject & KubernetesObject>();
   private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
   /** ConfigMaps being applied now (their watch event may beat the response). */
@@ -111,6 +111,7 @@ export class CatalogController {
     this.queue = new WorkQueue((key) => this.reconcile(key), {
       concurrency: opts.concurrency ?? 2,
       clock: this.clock,
+      observer: opts.observer,
       onError: (key, err, retryInMs) =>
         this.log.warn('catalog reconcile failed; retrying', {
           catalog: key,
@@ -155,17 +156,14 @@ export class CatalogController {
           delete ns.status;
         },
       });
-      const onNs = (ns: V1Namespace, deleted: boolean) => {
-        const name = ns.metadata?.name ?? '';
-        const labels = deleted ? '' : JSON.stringify(ns.metadata?.labels ?? {});
-        if (this.nsLabels.get(name) === labels) return;
-        if (deleted) this.nsLabels.delete(name);
-        else this.nsLabels.set(name, labels);
-        this.enqueueCluster();
-      };
-      this.namespaces.on('add', (ns) => onNs(ns, false));
-      this.namespaces.on('update', (ns) => onNs(ns, false));
-      this.namespaces.on('delete', (ns) => onNs(ns, true));
+      // Only a change of labels matters (namespaceSelector): the informer hands old and new.
+      this.namespaces.addEventHandler({
+        add: () => this.enqueueCluster(),
+        update: (old, now) => {
+          if (!sameData(old.metadata?.labels ?? {}, now.metadata?.labels ?? {})) this.enqueueCluster();
+        },
+        delete: () => this.enqueueCluster(),
+      });
     }
     // As the AgentCard controller's: the API server answers again, so watches waiting out their
     // backoff resume now instead of up to 30 s later.
@@ -271,22 +269,18 @@ export class CatalogController {
       namespace: kind === CATALOG_KIND ? (c.metadata.namespace ?? '') : '',
       name: c.metadata.name,
     });
-    const changed = (c: CatalogObject, added: boolean) => {
-      const key = keyOf(ref(c));
-      const generation = c.metadata.generation ?? 0;
-      if (added || this.seenGeneration.get(key) !== generation) {
-        this.seenGeneration.set(key, generation);
-        this.enqueue(key);
-      }
-    };
-    inf.on('add', (c) => changed(c, true));
-    inf.on('update', (c) => changed(c, false));
-    inf.on('delete', (c) => {
-      const key = keyOf(ref(c));
-      this.seenGeneration.delete(key);
-      this.lastBuild.delete(key);
-      this.catalogOverlay.forget(key);
-      this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
+    inf.addEventHandler({
+      add: (c) => this.enqueue(keyOf(ref(c))),
+      // A spec change, not the echo of its own status write (the informer hands old and new).
+      update: (old, now) => {
+        if ((old.metadata.generation ?? 0) !== (now.metadata.generation ?? 0)) this.enqueue(keyOf(ref(now)));
+      },
+      delete: (c) => {
+        const key = keyOf(ref(c));
+        this.lastBuild.delete(key);
+        this.catalogOverlay.forget(key);
+        this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
+      },
     });
   }
 
@@ -486,18 +480,15 @@ export class CatalogController {
       ]),
     );
     const watched = this.scope(publishNamespace) !== undefined;
-    const parsedLabels = new Map<string, Record<string, string> | undefined>();
     const input = {
       kind: ref.kind,
       catalog,
       publishNamespace,
       cards,
+      // From the namespace cache itself (undefined: a namespace it does not know).
       namespaceLabels: (ns: string) => {
-        if (!parsedLabels.has(ns)) {
-          const text = this.nsLabels.get(ns);
-          parsedLabels.set(ns, text === undefined ? undefined : (JSON.parse(text) as Record<string, string>));
-        }
-        return parsedLabels.get(ns);
+        const namespace = this.namespaces?.get(ns);
+        return namespace ? (namespace.metadata?.labels ?? {}) : undefined;
       },
       secrets,
       liveConfigMap: (name: string) =>

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { WorkQueue } from '../../../operator/controller/workqueue.ts';
+import { Registry } from 'prom-client';
+import { WorkQueue, type QueueObserver, type QueueStats } from '../../../operator/controller/workqueue.ts';
+import { RuntimeMetrics } from '../../../operator/metrics/runtime.ts';
 import { Backoff, backoffDelay } from '../../../operator/kube/backoff.ts';
 import { ManualClock, settle } from '../../support/clock.ts';
 
@@ -346,5 +348,174 @@ describe('WorkQueue', () => {
 
   it('rejects a non-positive concurrency', () => {
     expect(() => new WorkQueue(async () => {}, { concurrency: 0 })).toThrow(/positive integer/);
+  });
+});
+
+describe('WorkQueue metrics (manual clock)', () => {
+  /** An observer that writes down what the queue reports, times in ms. */
+  function recorder() {
+    const events: string[] = [];
+    let stats: QueueStats | undefined;
+    const observer: QueueObserver = {
+      bind: (s) => (stats = s),
+      added: (p) => events.push(`added ${p}`),
+      started: (p, ms) => events.push(`started ${p} after ${ms}`),
+      finished: (outcome, ms) => events.push(`finished ${outcome} in ${ms}`),
+      retried: () => events.push('retried'),
+    };
+    return { events, observer, stats: () => stats! };
+  }
+
+  it('reports adds per lane once per key, the wait in the lane, the run and its outcome', async () => {
+    const clock = new ManualClock();
+    const { events, observer, stats } = recorder();
+    const holdA = gate();
+    const holds = new Map([['a', holdA]]);
+    const q = new WorkQueue(
+      async (key) => {
+        const hold = holds.get(key);
+        holds.delete(key);
+        if (hold) await hold.promise;
+        await clock.sleep(key === 'c' ? 40 : 0);
+      },
+      { concurrency: 1, clock, observer },
+    );
+    expect(stats()).toBe(q);
+    q.add('a');
+    await clock.advance(10);
+    q.add('b', 'low');
+    q.add('b', 'low'); // already waiting: no add
+    await clock.advance(20);
+    q.add('c');
+    q.add('b'); // moved up to high: no add, and its wait still counts from its first add
+    expect(stats().depthOf('high')).toBe(2);
+    expect(stats().depthOf('low')).toBe(0);
+    await clock.advance(5);
+    q.add('a', 'low'); // running: it runs again afterwards, counted once
+    q.add('a'); // and at high, still once
+    expect(stats().runningMs()).toEqual({ totalMs: 35, longestMs: 35 });
+    expect(stats().active).toBe(1);
+    await clock.advance(65);
+    holdA.open();
+    await settle();
+    await clock.advance(40); // c's run
+    await q.idle();
+    expect(events).toEqual([
+      'added high',
+      'started high after 0',
+      'added low',
+      'added high',
+      'added low',
+      'finished success in 100',
+      'started high after 70', // c, added at 30
+      'finished success in 40',
+      'started high after 130', // b, added at 10
+      'finished success in 0',
+      'started high after 105', // a again, added during its run at 35
+      'finished success in 0',
+    ]);
+    expect(stats().runningMs()).toEqual({ totalMs: 0, longestMs: 0 });
+  });
+
+  it('reports errors with their retry, and requeues as requeue or requeue_after', async () => {
+    const clock = new ManualClock();
+    const { events, observer } = recorder();
+    let runs = 0;
+    const q = new WorkQueue(
+      async () => {
+        runs++;
+        if (runs === 1) throw new Error('boom');
+        if (runs === 2) return { requeueAfterMs: 500 };
+        if (runs === 3) return { requeueAfterMs: 0 };
+      },
+      { concurrency: 1, clock, observer, backoff: { baseMs: 1_000, maxMs: 1_000 } },
+    );
+    q.add('a', 'low');
+    await settle();
+    await clock.advance(1_000); // the retry after its backoff
+    await clock.advance(500); // the requeue-after
+    await q.idle();
+    expect(events).toEqual([
+      'added low',
+      'started low after 0',
+      'retried',
+      'finished error in 0',
+      'added low', // the retry enters its lane when its backoff ends
+      'started low after 0',
+      'finished requeue_after in 0',
+      'added low',
+      'started low after 0',
+      'added low', // requeue: at once
+      'finished requeue in 0',
+      'started low after 0',
+      'finished success in 0',
+    ]);
+  });
+
+  it('exports client-go and controller-runtime series by controller and lane, without per-key labels', async () => {
+    const clock = new ManualClock();
+    const registry = new Registry();
+    const runtime = new RuntimeMetrics(registry);
+    const hold = gate();
+    let failed = false;
+    const q = new WorkQueue(
+      async (key) => {
+        if (key === 'ns/slow') await hold.promise;
+        if (key === 'ns/bad' && !failed) {
+          failed = true;
+          throw new Error('boom');
+        }
+      },
+      { concurrency: 1, clock, observer: runtime.controller('agentcard') },
+    );
+    runtime.controller('agentcatalog'); // a second controller with no queue yet: counters at 0
+    q.add('ns/slow');
+    q.add('ns/bad', 'low');
+    q.add('ns/x', 'low');
+    q.add('ns/y');
+    await clock.advance(2_500);
+    const text = await registry.metrics();
+    const line = (series: string) =>
+      text.split('\n').find((l) => l.startsWith(`${series} `)) ?? `${series} is missing`;
+    const agentcard = 'controller="agentcard",name="agentcard"';
+    expect(line(`workqueue_depth{${agentcard},priority="high"}`)).toBe(
+      `workqueue_depth{${agentcard},priority="high"} 1`,
+    );
+    expect(line(`workqueue_depth{${agentcard},priority="low"}`)).toMatch(/ 2$/);
+    expect(line(`workqueue_unfinished_work_seconds{${agentcard}}`)).toMatch(/ 2.5$/);
+    expect(line(`workqueue_longest_running_processor_seconds{${agentcard}}`)).toMatch(/ 2.5$/);
+    expect(line('controller_runtime_active_workers{controller="agentcard"}')).toMatch(/ 1$/);
+    expect(line('controller_runtime_max_concurrent_reconciles{controller="agentcard"}')).toMatch(/ 1$/);
+    hold.open();
+    await settle();
+    await clock.advance(1_000); // ns/bad's retry
+    await q.idle();
+    const after = await registry.metrics();
+    const value = (series: string) => {
+      const found = after.split('\n').find((l) => l.startsWith(`${series} `));
+      return found === undefined ? undefined : Number(found.slice(series.length + 1));
+    };
+    expect(value(`workqueue_adds_total{${agentcard},priority="high"}`)).toBe(2);
+    expect(value(`workqueue_adds_total{${agentcard},priority="low"}`)).toBe(3); // bad, x, bad's retry
+    expect(value(`workqueue_retries_total{${agentcard}}`)).toBe(1);
+    expect(value('controller_runtime_reconcile_total{controller="agentcard",result="success"}')).toBe(4);
+    expect(value('controller_runtime_reconcile_total{controller="agentcard",result="error"}')).toBe(1);
+    expect(value('controller_runtime_reconcile_total{controller="agentcard",result="requeue_after"}')).toBe(
+      0,
+    );
+    expect(value('controller_runtime_reconcile_errors_total{controller="agentcard"}')).toBe(1);
+    expect(value('controller_runtime_reconcile_errors_total{controller="agentcatalog"}')).toBe(0);
+    // ns/y waited the 2.5 s of ns/slow's run in the high lane: above the 1 s bucket, within 10 s.
+    expect(value(`workqueue_queue_duration_seconds_bucket{le="1",${agentcard},priority="high"}`)).toBe(1);
+    expect(value(`workqueue_queue_duration_seconds_bucket{le="10",${agentcard},priority="high"}`)).toBe(2);
+    expect(value(`workqueue_work_duration_seconds_bucket{le="1",${agentcard}}`)).toBe(4);
+    expect(value(`workqueue_work_duration_seconds_count{${agentcard}}`)).toBe(5);
+    expect(value('controller_runtime_reconcile_time_seconds_bucket{le="2.5",controller="agentcard"}')).toBe(
+      5,
+    );
+    expect(value('controller_runtime_reconcile_time_seconds_bucket{le="2",controller="agentcard"}')).toBe(4);
+    expect(value(`workqueue_depth{${agentcard},priority="low"}`)).toBe(0);
+    // No label names a key.
+    expect(after).not.toMatch(/ns\/(slow|bad|x|y)/);
   });
 });

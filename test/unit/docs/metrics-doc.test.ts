@@ -1,6 +1,7 @@
 /**
  * docs/operations.md lists every Prometheus metric the operator, the webhook and the sidecar
- * export: the names are read from the code (every `agentcard_...` identifier under operator/).
+ * export: the names are read from the code (every `agentcard_...`, `workqueue_...` and
+ * `controller_runtime_...` identifier under operator/).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,10 +19,16 @@ describe('docs/operations.md', () => {
     const names = new Set(
       sources(join(repoRoot, 'operator')).flatMap((file) =>
         // Not `$agentcard_...`: those are variables of the nginx configuration.
-        [...readFileSync(file, 'utf8').matchAll(/(?<![$\w])agentcard_[a-z_]+[a-z]\b/g)].map((m) => m[0]),
+        [
+          ...readFileSync(file, 'utf8').matchAll(
+            /(?<![$\w])(?:agentcard|workqueue|controller_runtime)_[a-z_]+[a-z]\b/g,
+          ),
+        ].map((m) => m[0]),
       ),
     );
     expect(names.size).toBeGreaterThan(15);
+    expect(names).toContain('workqueue_queue_duration_seconds');
+    expect(names).toContain('controller_runtime_reconcile_total');
     const doc = readFileSync(join(repoRoot, 'docs/operations.md'), 'utf8');
     const missing = [...names].filter((name) => !new RegExp(`\`${name}(?![a-z_])`).test(doc));
     expect(missing).toEqual([]);

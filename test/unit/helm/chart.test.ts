@@ -646,7 +646,8 @@ describe('monitoring (opt-in)', async () => {
     expect(byTitle['Probe latency p95 by binding and phase']).toContain(
       'agentcard_probe_duration_seconds_bucket',
     );
-    expect(byTitle['Reconciles by result']).toContain('agentcard_reconcile_total');
+    expect(byTitle['Reconciles by result']).toContain('controller_runtime_reconcile_total');
+    expect(byTitle['Queue wait p99 by lane']).toContain('by (name, priority, le)');
   });
 });
 

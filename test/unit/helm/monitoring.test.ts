@@ -1,7 +1,8 @@
 /**
  * The chart's alerts and dashboard: every PromQL expression parses (Prometheus' own grammar),
- * and every agentcard_* metric they use is one the operator registers, so an alert can never
- * silently watch a metric nobody emits.
+ * and every agentcard_*, workqueue_* and controller_runtime_* metric they use is one the operator
+ * registers, so an alert can never silently watch a metric nobody emits. The last two are names
+ * other operators export too, so every use of them selects this operator's controllers.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -46,6 +47,9 @@ function syntaxErrors(expr: string): string[] {
   return errors;
 }
 
+/** This operator's metric names: its own, and client-go's and controller-runtime's. */
+const OURS = /\b(?:agentcard|workqueue|controller_runtime)_[a-z0-9_]+/g;
+
 /** Metric names registered anywhere in operator/ (prom-client `name: 'agentcard_...'`). */
 function registeredMetrics(): Set<string> {
   const names = new Set<string>();
@@ -54,7 +58,9 @@ function registeredMetrics(): Set<string> {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
       else if (entry.name.endsWith('.ts')) {
-        for (const m of readFileSync(path, 'utf8').matchAll(/name:\s*['"`](agentcard_[a-z0-9_]+)['"`]/g))
+        for (const m of readFileSync(path, 'utf8').matchAll(
+          /name:\s*['"`]((?:agentcard|workqueue|controller_runtime)_[a-z0-9_]+)['"`]/g,
+        ))
           names.add(m[1]!);
       }
     }
@@ -80,6 +86,18 @@ describe('monitoring expressions', () => {
     expect(missing.sort()).toEqual([]);
   });
 
+  it("selects this operator's controllers wherever it reads a workqueue_* or controller_runtime_* series", () => {
+    const unscoped = expressions.flatMap(([where, expr]) =>
+      [...expr.matchAll(/\b(?:workqueue|controller_runtime)_[a-z0-9_]+(\{[^}]*\})?/g)]
+        .filter((m) => !/(?:controller|name)=~"agentcard\|agentcatalog"/.test(m[1] ?? ''))
+        .map((m) => `${where}: ${m[0]}`),
+    );
+    expect(unscoped).toEqual([]);
+    expect(expressions.some(([, expr]) => expr.includes('workqueue_queue_duration_seconds_bucket'))).toBe(
+      true,
+    );
+  });
+
   it('lists as pending only metrics that are still not registered (remove them once they are)', () => {
     const registered = registeredMetrics();
     expect(PENDING.filter((name) => registered.has(name))).toEqual([]);
@@ -90,7 +108,7 @@ describe('monitoring expressions', () => {
 function usedMetrics(): Set<string> {
   return new Set(
     expressions.flatMap(([, expr]) =>
-      [...expr.matchAll(/\bagentcard_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, '')),
+      [...expr.matchAll(OURS)].map((m) => m[0].replace(/_(bucket|sum|count)$/, '')),
     ),
   );
 }

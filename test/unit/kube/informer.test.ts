@@ -136,6 +136,9 @@ describe('ResilientInformer idle watch deadline', () => {
       log: createLogger({}, { write: (l) => lines.push(l) }),
       clock,
       watchIdleMs,
+      // Without jitter (the default's equal jitter is covered in informer-handlers.test.ts), so
+      // the restart lands at an exact time.
+      backoff: { baseMs: 1_000, maxMs: 30_000 },
     });
   }
 
