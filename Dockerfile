@@ -50,6 +50,7 @@ ENV NODE_ENV=production
 USER 65532:65532
 EXPOSE 8080 9443 8095
 # distroless keeps node at /nodejs/bin/node (not on PATH); no shell is involved. Absolute paths,
-# so `docker run -w /src ... validate --strict manifests/` works from any directory.
+# so `docker run -v "$PWD:/src:ro" -w /src ... validate --strict -f manifests/` works from any
+# directory (a directory means every *.yaml, *.yml and *.json file below it).
 ENTRYPOINT ["/nodejs/bin/node", "/app/bin/agentcard.js"]
 CMD ["operator"]
