@@ -15,10 +15,16 @@
 #   digest with `--build-arg RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian13@sha256:...`.
 ARG BUILD_IMAGE=node:24.21.0-bookworm-slim
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian13:nonroot
+# The release version, a copy of package.json's (`npm version` updates it: build/version.ts); the
+# build stage refuses a --build-arg VERSION that differs from package.json, so the label and the
+# tag the release pushes always match what `agentcard --version` prints.
+ARG VERSION=0.1.0
 
 FROM ${BUILD_IMAGE} AS build
+ARG VERSION
 WORKDIR /app
 COPY package.json package-lock.json ./
+RUN node -e 'const v = require("./package.json").version; if (v !== process.argv[1]) { console.error("VERSION " + process.argv[1] + " is not package.json version " + v); process.exit(1); }' "${VERSION}"
 # --ignore-scripts: no dependency runs code at build time (the `node` devDependency would only
 # download a second Node.js 24; the build image has one; esbuild's own postinstall only checks its
 # binary, which npm installs as a platform package).
@@ -32,7 +38,7 @@ RUN node node_modules/typescript/bin/tsc --noEmit -p tsconfig.json \
  && node build/bundle.ts
 
 FROM ${RUNTIME_IMAGE}
-ARG VERSION=0.1.0
+ARG VERSION
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="agentcard-operator" \
       org.opencontainers.image.description="Kubernetes operator and well-known sidecar for A2A Agent Cards" \
