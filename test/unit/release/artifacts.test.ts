@@ -100,6 +100,16 @@ describe('the npm package the release publishes', () => {
 });
 
 describe('the docs', () => {
+  it('state the Kubernetes versions the chart accepts (Chart.yaml kubeVersion)', () => {
+    const chart = parse(readFileSync(join(repoRoot, names.chartDir, 'Chart.yaml'), 'utf8')) as {
+      kubeVersion: string;
+    };
+    const install = readFileSync(join(repoRoot, 'docs/install.md'), 'utf8');
+    expect(install).toContain(`\`kubeVersion: ${chart.kubeVersion}\``);
+    const minor = /^>=1\.(\d+)\.0-0$/.exec(chart.kubeVersion)?.[1];
+    expect(install).toContain(`**Kubernetes 1.${minor} or newer.**`);
+  });
+
   it('install the chart from the OCI repository the release pushes to', () => {
     for (const file of ['README.md', 'docs/install.md']) {
       expect(readFileSync(join(repoRoot, file), 'utf8'), file).toContain(
