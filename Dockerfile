@@ -38,14 +38,16 @@ RUN node node_modules/typescript/bin/tsc --noEmit -p tsconfig.json \
  && node build/bundle.ts
 
 FROM ${RUNTIME_IMAGE}
+ARG RUNTIME_IMAGE
 ARG VERSION
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="agentcard-operator" \
       org.opencontainers.image.description="Kubernetes operator and well-known sidecar for A2A Agent Cards" \
       org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/agentcard-dev/agentcard-operator" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.base.name="gcr.io/distroless/nodejs24-debian13:nonroot"
+      org.opencontainers.image.base.name="${RUNTIME_IMAGE}"
 WORKDIR /app
 # Root-owned and read-only for the runtime user: the image works with readOnlyRootFilesystem.
 # package.json makes dist/*.js ES modules; bin/agentcard.js finds no sources here and runs dist/.

@@ -69,6 +69,10 @@ describe('the version', () => {
         .instructions.find((i) => i.op === 'LABEL')!
         .args.join(' ');
       expect(label).toContain(`org.opencontainers.image.version="${buildArgs.VERSION ?? version}"`);
+      // The base image label names what the build really used (release builds pin a digest).
+      expect(label).toContain(
+        'org.opencontainers.image.base.name="gcr.io/distroless/nodejs24-debian13:nonroot"',
+      );
       const check = stages
         .find((s) => s.name === 'build')!
         .instructions.find((i) => i.op === 'RUN' && i.raw.includes('package.json'))!;
