@@ -10,8 +10,7 @@
  * - skips hidden entries (a name starting with "."): `.git/`, and the `..data` / `..2024_...`
  *   folders a mounted ConfigMap has next to its links, which would otherwise be read twice.
  */
-import { readdir } from 'node:fs/promises';
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../errors.ts';
 

@@ -41,7 +41,8 @@ export async function run(argv: string[]): Promise<number> {
   if (!parsed) return 0;
   const { values, positionals } = parsed;
   const files = [...(values.file ?? []), ...positionals];
-  if (files.length === 0) throw new UserError('no input: give -f FILE (or -f - for standard input)', 2);
+  if (files.length === 0)
+    throw new UserError('no input: give -f FILE or -f DIR (or -f - for standard input)', 2);
   if (values.output !== 'text' && values.output !== 'json') {
     throw new UserError(`--output must be text or json, not "${values.output}"`, 2);
   }
