@@ -15,10 +15,16 @@
 #   digest with `--build-arg RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian13@sha256:...`.
 ARG BUILD_IMAGE=node:24.21.0-bookworm-slim
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian13:nonroot
+# The release version, a copy of package.json's (`npm version` updates it: build/version.ts); the
+# build stage refuses a --build-arg VERSION that differs from package.json, so the label and the
+# tag the release pushes always match what `agentcard --version` prints.
+ARG VERSION=0.1.0
 
 FROM ${BUILD_IMAGE} AS build
+ARG VERSION
 WORKDIR /app
 COPY package.json package-lock.json ./
+RUN node -e 'const v = require("./package.json").version; if (v !== process.argv[1]) { console.error("VERSION " + process.argv[1] + " is not package.json version " + v); process.exit(1); }' "${VERSION}"
 # --ignore-scripts: no dependency runs code at build time (the `node` devDependency would only
 # download a second Node.js 24; the build image has one; esbuild's own postinstall only checks its
 # binary, which npm installs as a platform package).
@@ -32,14 +38,16 @@ RUN node node_modules/typescript/bin/tsc --noEmit -p tsconfig.json \
  && node build/bundle.ts
 
 FROM ${RUNTIME_IMAGE}
-ARG VERSION=0.1.0
+ARG RUNTIME_IMAGE
+ARG VERSION
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="agentcard-operator" \
       org.opencontainers.image.description="Kubernetes operator and well-known sidecar for A2A Agent Cards" \
       org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/agentcard-dev/agentcard-operator" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.base.name="gcr.io/distroless/nodejs24-debian13:nonroot"
+      org.opencontainers.image.base.name="${RUNTIME_IMAGE}"
 WORKDIR /app
 # Root-owned and read-only for the runtime user: the image works with readOnlyRootFilesystem.
 # package.json makes dist/*.js ES modules; bin/agentcard.js finds no sources here and runs dist/.
@@ -50,6 +58,7 @@ ENV NODE_ENV=production
 USER 65532:65532
 EXPOSE 8080 9443 8095
 # distroless keeps node at /nodejs/bin/node (not on PATH); no shell is involved. Absolute paths,
-# so `docker run -w /src ... validate --strict manifests/` works from any directory.
+# so `docker run -v "$PWD:/src:ro" -w /src ... validate --strict -f manifests/` works from any
+# directory (a directory means every *.yaml, *.yml and *.json file below it).
 ENTRYPOINT ["/nodejs/bin/node", "/app/bin/agentcard.js"]
 CMD ["operator"]

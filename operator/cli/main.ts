@@ -3,6 +3,7 @@
  * only when used so that `agentcard sidecar` does not load the Kubernetes client.
  */
 import { UserError, describeError } from '../errors.ts';
+import { VERSION } from '../version.ts';
 
 type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
 
@@ -46,7 +47,7 @@ const commands: Record<string, Command> = {
 function usage(): string {
   const width = Math.max(...Object.keys(commands).map((c) => c.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return `usage: agentcard <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'agentcard <command> --help' for a command's options.\n`;
+  return `usage: agentcard <command> [options]\n       agentcard --version\n\ncommands:\n${lines.join('\n')}\n\nRun 'agentcard <command> --help' for a command's options.\n`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -54,6 +55,10 @@ async function main(argv: string[]): Promise<number> {
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage());
     return name ? 0 : 2;
+  }
+  if (name === '--version' || name === 'version') {
+    process.stdout.write(`agentcard ${VERSION}\n`);
+    return 0;
   }
   const command = commands[name];
   if (!command)

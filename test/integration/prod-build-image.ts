@@ -41,7 +41,8 @@ export function parseDockerfile(text: string, buildArgs: Record<string, string> 
     const substituted = argv.map((w) => w.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, a, b) => args[a ?? b] ?? ''));
     if (op === 'ARG') {
       const [k, v] = body.split('=', 2);
-      args[k!] = buildArgs[k!] ?? v ?? '';
+      // `ARG NAME` without a value inside a stage takes the global default, as in Docker.
+      args[k!] = buildArgs[k!] ?? v ?? args[k!] ?? '';
       continue;
     }
     if (op === 'FROM') {

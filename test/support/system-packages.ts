@@ -1,6 +1,7 @@
 // Global setup of both vitest projects: the Debian packages that the tests run as real
 // components (nginx with njs for the sidecar's nginx mode, HAProxy as a reverse proxy in front of
-// the sidecar, headless Chromium for the catalog page). They are installed here when missing, so that `npm ci && npm test` is the whole
+// the sidecar, headless Chromium for the catalog page, ShellCheck for the workflows' scripts).
+// They are installed here when missing, so that `npm ci && npm test` is the whole
 // set-up on a fresh Debian or Ubuntu machine, as the Go-built control plane is; elsewhere the
 // tests stop with the one command to run.
 import { execFileSync } from 'node:child_process';
@@ -12,6 +13,8 @@ export const SYSTEM_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> =
   { pkg: 'libnginx-mod-http-js', provides: '/usr/lib/nginx/modules/ngx_http_js_module.so' },
   { pkg: 'haproxy', provides: '/usr/sbin/haproxy' },
   { pkg: 'chromium', provides: '/usr/bin/chromium' },
+  // actionlint runs it on the workflows' shell scripts (test/unit/release/workflow.test.ts).
+  { pkg: 'shellcheck', provides: '/usr/bin/shellcheck' },
 ];
 
 const log = (line: string) => process.stderr.write(`[system packages] ${line}\n`);

@@ -1,22 +1,27 @@
 /**
- * `agentcard validate -f FILE|- [-f FILE ...] [--strict] [--output text|json]`: checks AgentCard
- * manifests (multi-document YAML too) and bare card JSON. Exit 0 when every card is valid, 1
- * otherwise; each problem is printed as `path: message`.
+ * `agentcard validate -f FILE|DIR|- [-f ...] [--strict] [--output text|json]`: checks AgentCard
+ * manifests (multi-document YAML too) and bare card JSON, in files or in every *.yaml, *.yml and
+ * *.json file below a directory (./files.ts). Exit 0 when every card is valid, 1 otherwise; each
+ * problem is printed as `path: message`. A file that cannot be read or parsed is reported (one
+ * line on stderr naming it) and the other files are still checked: the exit code covers all.
  */
 import { UserError } from '../../errors.ts';
-import { MAX_INPUT_BYTES, parseDocuments, parseFlags, readInput } from '../input.ts';
+import { expandInputs } from '../files.ts';
+import { MAX_INPUT_BYTES, parseDocuments, parseFlags, readInput, type InputDocument } from '../input.ts';
 import { formatProblem, hasErrors, type Problem } from '../../card/problem.ts';
 import { validateCard, validateResource } from '../../card/validate.ts';
 
-const USAGE = `usage: agentcard validate -f FILE|- [-f FILE ...] [--strict] [--output text|json]
+const USAGE = `usage: agentcard validate -f FILE|DIR|- [-f ...] [--strict] [--output text|json]
 
 Validates AgentCard manifests (YAML, several documents per file allowed) and bare A2A 1.0 card
-JSON. Lint warnings become errors with --strict. Exit 0: all valid; 1: a problem was found.
+JSON. A directory means every *.yaml, *.yml and *.json file below it (hidden ones skipped).
+Lint warnings become errors with --strict. Exit 0: all valid; 1: a problem was found.
 `;
 
 type Report = {
   source: string;
-  kind: 'AgentCard' | 'card';
+  /** `file`: the file itself could not be read or parsed (its one problem says why). */
+  kind: 'AgentCard' | 'card' | 'file';
   name?: string;
   valid: boolean;
   problems: Problem[];
@@ -36,7 +41,8 @@ export async function run(argv: string[]): Promise<number> {
   if (!parsed) return 0;
   const { values, positionals } = parsed;
   const files = [...(values.file ?? []), ...positionals];
-  if (files.length === 0) throw new UserError('no input: give -f FILE (or -f - for standard input)', 2);
+  if (files.length === 0)
+    throw new UserError('no input: give -f FILE or -f DIR (or -f - for standard input)', 2);
   if (values.output !== 'text' && values.output !== 'json') {
     throw new UserError(`--output must be text or json, not "${values.output}"`, 2);
   }
@@ -44,9 +50,25 @@ export async function run(argv: string[]): Promise<number> {
 
   const reports: Report[] = [];
   const skipped: string[] = [];
-  for (const file of files) {
+  for (const input of await expandInputs(files)) {
+    const file = input.path;
     const source = file === '-' ? 'standard input' : file;
-    const docs = parseDocuments(await readInput(file, MAX_INPUT_BYTES), source);
+    let docs: InputDocument[];
+    try {
+      if (input.type === 'error') throw input.error;
+      docs = parseDocuments(await readInput(file, MAX_INPUT_BYTES), source);
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      // One line on stderr, as any failure of the CLI, and on with the next file.
+      process.stderr.write(`agentcard: ${err.message}\n`);
+      reports.push({
+        source,
+        kind: 'file',
+        valid: false,
+        problems: [{ path: '(file)', message: err.message, severity: 'error' }],
+      });
+      continue;
+    }
     let cards = 0;
     for (const doc of docs) {
       if (doc.type === 'other') {
@@ -70,7 +92,10 @@ export async function run(argv: string[]): Promise<number> {
         problems: result.problems,
       });
     }
-    if (cards === 0) {
+    if (cards === 0 && input.fromDirectory) {
+      // A directory also holds Deployments, Secrets, kustomization.yaml: not an error.
+      if (docs.length === 0) skipped.push(source);
+    } else if (cards === 0) {
       reports.push({
         source,
         kind: 'card',
@@ -84,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(JSON.stringify(reports, null, 2) + '\n');
   } else {
     for (const r of reports) {
+      if (r.kind === 'file') continue; // already on stderr
       const what =
         r.kind === 'AgentCard'
           ? `AgentCard ${r.name ?? '(unnamed)'}`

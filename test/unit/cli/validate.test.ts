@@ -1,7 +1,8 @@
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { agentcard, tempDir } from '../../support/cli.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);
@@ -138,5 +139,98 @@ describe('agentcard validate', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('  metadata.name: must be a DNS subdomain name');
     expect(r.stdout).toContain('  specs: unknown field');
+  });
+
+  describe('a directory', () => {
+    const minimal = join(repoRoot, 'examples/agentcard-minimal.yaml');
+
+    it('checks every *.yaml, *.yml and *.json below it, in path order, and exits with the sum', async () => {
+      const root = join(dir, 'deploy', 'agentcards');
+      mkdirSync(join(root, 'team-b', 'nested'), { recursive: true });
+      mkdirSync(join(root, '.git'));
+      mkdirSync(join(dir, 'elsewhere'));
+      copyFileSync(minimal, join(root, 'recipe.yaml'));
+      writeFileSync(join(root, 'team-b', 'broken.yml'), invalidManifest);
+      writeFileSync(join(root, 'team-b', 'nested', 'card.json'), JSON.stringify(card));
+      writeFileSync(join(root, 'team-b', 'garbled.yaml'), 'kind: [AgentCard\n');
+      // Other kinds of a deploy folder are skipped, not errors; other extensions are not read.
+      writeFileSync(
+        join(root, 'team-b', 'deployment.yaml'),
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n',
+      );
+      writeFileSync(join(root, 'README.md'), '# not a manifest\n');
+      // Hidden entries are skipped; a link to a file is read, a link to a directory not followed.
+      writeFileSync(join(root, '.git', 'config.yaml'), invalidManifest);
+      writeFileSync(join(dir, 'elsewhere', 'broken.yaml'), invalidManifest);
+      symlinkSync(join(dir, 'elsewhere'), join(root, 'linked-dir'));
+      symlinkSync(join(root, 'team-b', 'nested', 'card.json'), join(root, 'z-link.json'));
+
+      const r = await agentcard(['validate', '-f', `${root}/`]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe(
+        [
+          `${root}/recipe.yaml: AgentCard recipe-agent: valid`,
+          `${root}/team-b/broken.yml: AgentCard broken: invalid (4 errors)`,
+          '  spec.card.supportedInterfaces[0].transport: unknown field (v1.0 uses protocolBinding)',
+          '  spec.card.version: expected string, got number',
+          '  spec.card.capabilities.streaming: expected boolean, got string',
+          '  spec.probe.interval: must be at least 10s',
+          `${root}/team-b/nested/card.json: card "Recipe Agent": valid`,
+          `${root}/z-link.json: card "Recipe Agent": valid`,
+          `${root}/team-b/deployment.yaml (Deployment x): skipped (not an AgentCard)`,
+          '',
+        ].join('\n'),
+      );
+      // The file that cannot be parsed is one line on stderr, naming it; the others were checked.
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^agentcard: ${root}/team-b/garbled\\.yaml: not valid YAML at line \\d+, column \\d+: [^\\n]+\\n$`,
+        ),
+      );
+
+      const json = await agentcard(['validate', '-f', root, '-o', 'json']);
+      expect(json.code).toBe(1);
+      const reports = JSON.parse(json.stdout) as Array<{ source: string; kind: string; valid: boolean }>;
+      expect(reports.map((x) => [x.source.slice(root.length + 1), x.kind, x.valid])).toEqual([
+        ['recipe.yaml', 'AgentCard', true],
+        ['team-b/broken.yml', 'AgentCard', false],
+        ['team-b/garbled.yaml', 'file', false],
+        ['team-b/nested/card.json', 'card', true],
+        ['z-link.json', 'card', true],
+      ]);
+    });
+
+    it('exits 0 when every card below it is valid, and --strict applies to each', async () => {
+      const root = join(dir, 'good');
+      mkdirSync(join(root, 'sub'), { recursive: true });
+      copyFileSync(minimal, join(root, 'recipe.yaml'));
+      copyFileSync(join(repoRoot, 'examples/agentcard-signed.yaml'), join(root, 'sub', 'signed.yaml'));
+      const r = await agentcard(['validate', '--strict', '-f', root]);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout.match(/: valid$/gm)).toHaveLength(2);
+
+      writeFileSync(join(root, 'sub', 'weak.json'), JSON.stringify({ ...card, name: 'AI Assistant' }));
+      expect((await agentcard(['validate', '-f', root])).code).toBe(0);
+      const strict = await agentcard(['validate', '--strict', '-f', root]);
+      expect(strict.code).toBe(1);
+      expect(strict.stdout).toContain(`${root}/sub/weak.json: card "AI Assistant": invalid (1 error)`);
+    });
+
+    it('mixes with files; an empty directory or a missing file fails without stopping the rest', async () => {
+      const empty = join(dir, 'empty');
+      mkdirSync(join(empty, 'sub'), { recursive: true });
+      writeFileSync(join(empty, 'notes.txt'), 'no manifests here\n');
+      const r = await agentcard(['validate', '-f', empty, '-f', join(dir, 'missing.yaml'), '-f', minimal]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe(`${minimal}: AgentCard recipe-agent: valid\n`);
+      expect(r.stderr).toBe(
+        [
+          `agentcard: ${empty}: no *.yaml, *.yml, *.json file in the directory`,
+          `agentcard: cannot read ${join(dir, 'missing.yaml')}: no such file`,
+          '',
+        ].join('\n'),
+      );
+    });
   });
 });
