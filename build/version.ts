@@ -57,12 +57,17 @@ export function docPlaces(names: ReleaseNames): VersionPlace[] {
   ];
 }
 
-/** The docs that show install commands: README.md and docs/**.md (not CHANGELOG.md: history). */
+/**
+ * The files that show install commands or pin the released image: README.md, docs/**.md (not
+ * CHANGELOG.md: history) and examples/** (the demo agent runs the operator's image at its version).
+ */
 export function docFiles(root = repoRoot): string[] {
-  const docs = readdirSync(join(root, 'docs'), { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.md'))
-    .map((e) => relative(root, join(e.parentPath, e.name)));
-  return ['README.md', ...docs.sort()];
+  const below = (dir: string, ext: RegExp) =>
+    readdirSync(join(root, dir), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && ext.test(e.name))
+      .map((e) => relative(root, join(e.parentPath, e.name)))
+      .sort();
+  return ['README.md', ...below('docs', /\.md$/), ...below('examples', /\.ya?ml$/)];
 }
 
 /** Every copy of the version in `text` that is not `version`, as `what: found`. */

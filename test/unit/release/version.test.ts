@@ -31,6 +31,7 @@ function copyRepo(dir: string): void {
     'Dockerfile',
     'README.md',
     'docs',
+    'examples',
     'build',
     '.github',
     `${chartDir}/Chart.yaml`,
@@ -114,6 +115,7 @@ describe('the version', () => {
     expect(drift).toContain(`docs/install.md: image tag: ${version}`);
     expect(drift).toContain(`docs/install.md: chart --version: ${version}`);
     expect(drift).toContain(`docs/install.md: npm package: ${version}`);
+    expect(drift).toContain(`examples/demo-agent.yaml: image tag: ${version}`);
 
     expect(syncVersions(dir)).toEqual(
       expect.arrayContaining([`${chartDir}/Chart.yaml`, 'Dockerfile', 'docs/install.md']),
@@ -123,6 +125,7 @@ describe('the version', () => {
     expect(chart).toMatch(/^version: 1\.2\.3-rc\.1$/m);
     expect(chart).toMatch(/^appVersion: '1\.2\.3-rc\.1'$/m);
     expect(readFileSync(join(dir, 'docs/install.md'), 'utf8')).toContain(`${image}:1.2.3-rc.1`);
+    expect(readFileSync(join(dir, 'examples/demo-agent.yaml'), 'utf8')).toContain(`${image}:1.2.3-rc.1`);
     expect(syncVersions(dir)).toEqual([]); // idempotent
   });
 
