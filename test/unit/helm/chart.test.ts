@@ -222,11 +222,10 @@ describe('default values', async () => {
     expect(hook!.sideEffects).toBe('None');
     expect(hook!.reinvocationPolicy).toBe('IfNeeded');
     expect(hook!.rules).toEqual([expect.objectContaining({ operations: ['CREATE'], resources: ['pods'] })]);
-    expect(hook!.namespaceSelector.matchExpressions).toContainEqual({
-      key: 'kubernetes.io/metadata.name',
-      operator: 'NotIn',
-      values: [NAMESPACE],
-    });
+    // Every namespace is watched by default: only the release namespace is left out.
+    expect(hook!.namespaceSelector.matchExpressions).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NAMESPACE] },
+    ]);
     expect(hook!.clientConfig.service).toMatchObject({
       name: `${fullname}-webhook`,
       namespace: NAMESPACE,
@@ -426,6 +425,29 @@ describe('namespace-scoped mode (watchNamespaces)', async () => {
       .filter((x) => !x.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'])
       .flatMap((x) => x.rules);
     expect(clusterRules.map((x) => x.resources).flat()).toEqual(['mutatingwebhookconfigurations']);
+  });
+
+  it('sends the webhook only Pods of the watched namespaces, still never its own', () => {
+    const [hook] = (r.one('MutatingWebhookConfiguration') as WebhookConfig).webhooks;
+    // The expressions of a selector are ANDed: watched, and not the release namespace.
+    expect(hook!.namespaceSelector.matchExpressions).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NAMESPACE] },
+      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] },
+    ]);
+  });
+
+  it('keeps the extra webhook namespaceSelector expressions alongside the watched namespaces', async () => {
+    const extra = { key: 'agentcard.dev/inject', operator: 'NotIn', values: ['disabled'] };
+    const both = await render({
+      watchNamespaces: ['team-a'],
+      webhook: { namespaceSelector: { matchExpressions: [extra] } },
+    });
+    const [hook] = (both.one('MutatingWebhookConfiguration') as WebhookConfig).webhooks;
+    expect(hook!.namespaceSelector.matchExpressions).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NAMESPACE] },
+      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] },
+      extra,
+    ]);
   });
 });
 
