@@ -12,10 +12,17 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
-import { setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
-import { createLogger } from '../../log.ts';
+import { createLogger, type Logger } from '../../log.ts';
+import {
+  HEAP_FROM_LIMIT_ENV,
+  MEMORY_LIMIT_ENV,
+  planHeapLimit,
+  restartArgs,
+  type HeapPlan,
+} from '../heap-limit.ts';
 
 const USAGE = `usage: agentcard operator [options]
 
@@ -242,6 +249,12 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  const heap = planHeapLimit({
+    limit: process.env[MEMORY_LIMIT_ENV],
+    execArgv: process.execArgv,
+    nodeOptions: process.env.NODE_OPTIONS,
+  });
+  if (heap.action === 'restart') restartWithHeapLimit(heap.oldSpaceMiB);
   // A long-running process with a small working set: V8's size-over-speed mode keeps the young
   // generation and the heap's growth small (peak RSS at 1,000 AgentCards about 30 MiB lower; other
   // flag sets measured in bench/scale.bench.ts saved less). Set before the controller's modules
@@ -249,6 +262,7 @@ export async function run(argv: string[]): Promise<number> {
   setFlagsFromString('--optimize-for-size');
   const { runOperator } = await import('../../manager/manager.ts');
   const log = createLogger({ component: 'operator' });
+  logHeapLimit(log, heap);
   const shutdown = new AbortController();
   const onSignal = (signal: string) => {
     if (shutdown.signal.aborted) return;
@@ -264,4 +278,53 @@ export async function run(argv: string[]): Promise<number> {
   // Idle keep-alive sockets of the Kubernetes client must not hold the process open.
   setTimeout(() => process.exit(exitCode), 1_000).unref();
   return exitCode;
+}
+
+/**
+ * Replaces this process (same PID, signals and stdio: no parent left behind) with the same
+ * command line plus `--max-old-space-size`, which V8 reads only when the heap is set up. Done
+ * before the controller's modules load; only when this process was started as the `agentcard`
+ * command (never inside a test runner that imported this module). Where process.execve is
+ * missing (Node.js before 22.15) the operator runs on with Node.js's own sizing, and says so.
+ */
+function restartWithHeapLimit(oldSpaceMiB: number): void {
+  const script = process.argv[1] ?? '';
+  if (typeof process.execve !== 'function' || !/(^|[/\\])agentcard(\.js)?$/.test(script)) return;
+  try {
+    process.execve(
+      process.execPath,
+      restartArgs(process.execPath, process.execArgv, process.argv, oldSpaceMiB),
+      {
+        ...process.env,
+        [HEAP_FROM_LIMIT_ENV]: String(oldSpaceMiB),
+      },
+    );
+  } catch {
+    // Left to logHeapLimit, which reports the heap limit the process runs with.
+  }
+}
+
+const MiB = 1024 * 1024;
+
+/** One line at start: the heap limit V8 runs with, and where it came from. */
+function logHeapLimit(log: Logger, plan: HeapPlan): void {
+  const heapSizeLimitMiB = Math.round(getHeapStatistics().heap_size_limit / MiB);
+  const memoryLimit = process.env[MEMORY_LIMIT_ENV];
+  if (plan.action === 'invalid') {
+    log.warn(`${MEMORY_LIMIT_ENV} is not a number of bytes; the heap is sized by Node.js`, {
+      value: plan.value,
+      heapSizeLimitMiB,
+    });
+    return;
+  }
+  log.info('heap limit', {
+    heapSizeLimitMiB,
+    ...(plan.action === 'keep' && plan.reason === 'flag-given' && process.env[HEAP_FROM_LIMIT_ENV]
+      ? {
+          source: 'memory limit',
+          memoryLimitMiB: Math.round(Number(memoryLimit) / MiB),
+          oldSpaceMiB: Number(process.env[HEAP_FROM_LIMIT_ENV]),
+        }
+      : { source: plan.action === 'keep' && plan.reason === 'flag-given' ? 'flag' : 'node' }),
+  });
 }
