@@ -32,6 +32,8 @@ with status, events and metrics.
 Cluster:
   --kubeconfig FILE                 kubeconfig (default: KUBECONFIG, else in-cluster, else ~/.kube/config)
   --namespace NS                    watch only this namespace (repeatable; default: all namespaces)
+  --secret-name NAME                read only Secrets of this name, each watched by name (repeatable;
+                                    default: every Secret of the watched namespaces)
 Controller:
   --concurrency N                   AgentCards reconciled in parallel (default 4)
   --resync DURATION                 re-check every AgentCard this often (default 10m; 0 = never)
@@ -134,6 +136,7 @@ export function parseOperatorFlags(
         help: { type: 'boolean', short: 'h' },
         kubeconfig: { type: 'string' },
         namespace: { type: 'string', multiple: true },
+        'secret-name': { type: 'string', multiple: true },
         concurrency: { type: 'string' },
         resync: { type: 'string' },
         'leader-elect': { type: 'boolean', default: true },
@@ -193,6 +196,15 @@ export function parseOperatorFlags(
   if (sidecarServer === 'nginx' && !values['sidecar-nginx-image']) {
     throw new UserError('--sidecar-server nginx needs --sidecar-nginx-image', 2);
   }
+  for (const name of values['secret-name'] ?? []) {
+    // A Secret's name is a DNS subdomain; anything else could never match (and is not put in a
+    // field selector).
+    if (name.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name))
+      throw new UserError(
+        `--secret-name must be a Secret name (a DNS subdomain), got "${name.slice(0, 64)}"`,
+        2,
+      );
+  }
   const sidecarImage = values['sidecar-image'] || undefined;
   // The webhook exists to inject the sidecar: without an image it stays off, so a bare local run
   // (no flags) starts.
@@ -203,6 +215,7 @@ export function parseOperatorFlags(
   return {
     kubeconfig: values.kubeconfig,
     namespaces: [...new Set(values.namespace ?? [])],
+    secretNames: [...new Set(values['secret-name'] ?? [])],
     concurrency: integer('concurrency', values.concurrency, 4, 1, 256),
     resyncMs: duration('resync', values.resync, '10m'),
     leaderElect: values['leader-elect'] ?? true,
