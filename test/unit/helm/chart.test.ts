@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments, isMap, isSeq } from 'yaml';
-import { chartDir, helm, helmWithValues, NAMESPACE, RELEASE, render, type K8sObject } from './chart.ts';
+import {
+  chartDir,
+  helm,
+  helmWithValues,
+  NAMESPACE,
+  RELEASE,
+  render,
+  type K8sObject,
+  type Rendered,
+} from './chart.ts';
 
 type Container = {
   name: string;
@@ -458,6 +467,54 @@ describe('namespace-scoped mode (watchNamespaces)', async () => {
       { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] },
       extra,
     ]);
+  });
+});
+
+describe('named Secrets mode (rbac.secretNames)', async () => {
+  const names = ['agent-signing-key', 'probe-token'];
+  const secretRules = (r: Rendered) =>
+    roles(r.objects)
+      .flatMap((role) => role.rules.map((rule) => ({ role, rule })))
+      .filter(({ rule }) => rule.resources.includes('secrets'));
+
+  it('grants get, list and watch on those names only, and passes them to the operator', async () => {
+    const r = await render({ rbac: { secretNames: names } });
+    const c = operatorContainer(r.one('Deployment') as Deployment);
+    expect(flagAll(c.args, 'secret-name')).toEqual(names);
+    const reads = secretRules(r).filter(({ rule }) => rule.verbs.includes('list'));
+    expect(reads).toHaveLength(1);
+    expect(reads[0]!.role.kind).toBe('ClusterRole');
+    expect(reads[0]!.rule).toEqual({
+      apiGroups: [''],
+      resources: ['secrets'],
+      resourceNames: names,
+      verbs: ['get', 'list', 'watch'],
+    });
+    // No Secret rule anywhere without resourceNames but the webhook's `create` (RBAC cannot limit
+    // create by name; the write policy does).
+    for (const { rule } of secretRules(r).filter(({ rule }) => !rule.resourceNames))
+      expect(rule.verbs).toEqual(['create']);
+    // The webhook's own Secret, no longer covered by a read of every Secret, is read by name.
+    const own = secretRules(r).find(({ rule }) => rule.resourceNames?.includes(`${fullname}-webhook-tls`));
+    expect(own?.rule.verbs).toEqual(['get', 'update']);
+  });
+
+  it('combines with watchNamespaces: a Role per namespace with the names', async () => {
+    const r = await render({ watchNamespaces: ['team-a', 'team-b'], rbac: { secretNames: names } });
+    const reads = secretRules(r).filter(({ rule }) => rule.verbs.includes('list'));
+    expect(reads.map(({ role }) => `${role.kind}/${role.metadata.namespace}`).sort()).toEqual([
+      'Role/team-a',
+      'Role/team-b',
+    ]);
+    for (const { rule } of reads) expect(rule.resourceNames).toEqual(names);
+  });
+
+  it('refuses a name that cannot be a Secret name', async () => {
+    const bad = await helmWithValues(['template', RELEASE, chartDir], {
+      rbac: { secretNames: ['Bad_Name'] },
+    });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/secretNames/);
   });
 });
 
