@@ -230,9 +230,7 @@ spec:
       {{- else }}
       # Namespace-scoped mode: only the namespaces whose AgentCards this release manages.
       matchExpressions:
-        - key: kubernetes.io/metadata.name
-          operator: In
-          values: {{ toJson .Values.watchNamespaces }}
+        {{- include "agentcard.watchedNamespacesExpression" . | nindent 8 }}
       {{- end }}
   {{- end }}
 {{- end }}

@@ -57,6 +57,8 @@ export interface ControllerOptions {
   client: KubeClient;
   /** Namespaces to watch; empty: all namespaces. */
   namespaces: string[];
+  /** Named mode: the only Secrets the operator may read, by name (`--secret-name`). */
+  secretNames?: readonly string[];
   concurrency: number;
   resyncMs: number;
   log: Logger;
@@ -121,7 +123,7 @@ export class Controller {
   }
 
   private makeInformers(namespace: string | undefined): Informers {
-    const informers = createInformers(this.opts.client, this.log, namespace);
+    const informers = createInformers(this.opts.client, this.log, namespace, this.opts.secretNames);
     const { cards, configMaps, secrets, secretMetadata, pods } = informers;
     cards.on('add', (obj) => this.onCard(obj));
     cards.on('update', (obj, old) => this.onCard(obj, old));
@@ -129,12 +131,16 @@ export class Controller {
     configMaps.on('add', (obj) => this.onConfigMap(obj, false));
     configMaps.on('update', (obj) => this.onConfigMap(obj, false));
     configMaps.on('delete', (obj) => this.onConfigMap(obj, true));
-    secrets.on('add', (obj) => this.onSecret('data', obj, false));
-    secrets.on('update', (obj) => this.onSecret('data', obj, false));
-    secrets.on('delete', (obj) => this.onSecret('data', obj, true));
-    secretMetadata.on('add', (obj) => this.onSecret('metadata', obj, false));
-    secretMetadata.on('update', (obj) => this.onSecret('metadata', obj, false));
-    secretMetadata.on('delete', (obj) => this.onSecret('metadata', obj, true));
+    for (const informer of secrets) {
+      informer.on('add', (obj) => this.onSecret('data', obj, false));
+      informer.on('update', (obj) => this.onSecret('data', obj, false));
+      informer.on('delete', (obj) => this.onSecret('data', obj, true));
+    }
+    for (const informer of secretMetadata) {
+      informer.on('add', (obj) => this.onSecret('metadata', obj, false));
+      informer.on('update', (obj) => this.onSecret('metadata', obj, false));
+      informer.on('delete', (obj) => this.onSecret('metadata', obj, true));
+    }
     pods.on('add', (obj) => this.onPod(obj, false));
     pods.on('update', (obj) => this.onPod(obj, false));
     pods.on('delete', (obj) => this.onPod(obj, true));
@@ -319,7 +325,7 @@ export class Controller {
     const generation = resource.metadata.generation ?? 0;
     const secrets = await readReferencedSecrets(
       this.opts.client,
-      this.scopeOf(namespace)?.secrets,
+      this.scopeOf(namespace),
       namespace,
       resource.spec,
     );

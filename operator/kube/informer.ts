@@ -79,6 +79,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   /** The collection path, e.g. /api/v1/namespaces/ns/configmaps. */
   path: string;
   labelSelector?: string;
+  /** e.g. metadata.name=x: with RBAC resourceNames, the only list and watch the API server allows. */
+  fieldSelector?: string;
   log: Logger;
   /** Default: 1 s doubling to 30 s, equal jitter. */
   backoff?: BackoffOptions;
@@ -307,6 +309,7 @@ export class ResilientInformer<T extends KubernetesObject> {
             resourceVersion: this.resourceVersion,
             allowWatchBookmarks: true,
             labelSelector: this.opts.labelSelector,
+            fieldSelector: this.opts.fieldSelector,
             timeoutSeconds: watchTimeoutSeconds(),
           },
           (event) => {
@@ -348,7 +351,12 @@ export class ResilientInformer<T extends KubernetesObject> {
     let next: string | undefined;
     do {
       const page = await this.opts.client.request<ListPage<T>>('GET', this.opts.path, {
-        query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: next },
+        query: {
+          labelSelector: this.opts.labelSelector,
+          fieldSelector: this.opts.fieldSelector,
+          limit: this.opts.pageSize ?? 500,
+          continue: next,
+        },
         signal,
         accept: this.opts.metadataOnly ? METADATA_ONLY.list : undefined,
       });

@@ -27,6 +27,8 @@ import { startWebhook } from '../webhook/server.ts';
 export interface OperatorConfig {
   kubeconfig?: string;
   namespaces: string[];
+  /** Named mode (`--secret-name`): the only Secrets read, each watched by name; empty: all. */
+  secretNames: string[];
   concurrency: number;
   resyncMs: number;
   leaderElect: boolean;
@@ -187,6 +189,7 @@ export async function runOperator(
     new Controller({
       client,
       namespaces: flags.namespaces,
+      secretNames: flags.secretNames,
       concurrency: flags.concurrency,
       resyncMs: flags.resyncMs,
       log,

@@ -84,3 +84,16 @@ app.kubernetes.io/part-of: agentcard-operator
 {{- define "agentcard.webhookPath" -}}
 /mutate-pods
 {{- end }}
+
+{{/*
+The namespace-selector expression of namespace-scoped mode: only the namespaces whose AgentCards
+this release manages (`watchNamespaces`). Empty when every namespace is watched. Used by the Pod
+webhook and the nesting policy's binding.
+*/}}
+{{- define "agentcard.watchedNamespacesExpression" -}}
+{{- if .Values.watchNamespaces }}
+- key: kubernetes.io/metadata.name
+  operator: In
+  values: {{ toJson .Values.watchNamespaces }}
+{{- end }}
+{{- end }}

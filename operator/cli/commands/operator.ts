@@ -12,10 +12,17 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
-import { setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
-import { createLogger } from '../../log.ts';
+import { createLogger, type Logger } from '../../log.ts';
+import {
+  HEAP_FROM_LIMIT_ENV,
+  MEMORY_LIMIT_ENV,
+  planHeapLimit,
+  restartArgs,
+  type HeapPlan,
+} from '../heap-limit.ts';
 
 const USAGE = `usage: agentcard operator [options]
 
@@ -25,6 +32,8 @@ with status, events and metrics.
 Cluster:
   --kubeconfig FILE                 kubeconfig (default: KUBECONFIG, else in-cluster, else ~/.kube/config)
   --namespace NS                    watch only this namespace (repeatable; default: all namespaces)
+  --secret-name NAME                read only Secrets of this name, each watched by name (repeatable;
+                                    default: every Secret of the watched namespaces)
 Controller:
   --concurrency N                   AgentCards reconciled in parallel (default 4)
   --resync DURATION                 re-check every AgentCard this often (default 10m; 0 = never)
@@ -127,6 +136,7 @@ export function parseOperatorFlags(
         help: { type: 'boolean', short: 'h' },
         kubeconfig: { type: 'string' },
         namespace: { type: 'string', multiple: true },
+        'secret-name': { type: 'string', multiple: true },
         concurrency: { type: 'string' },
         resync: { type: 'string' },
         'leader-elect': { type: 'boolean', default: true },
@@ -186,6 +196,15 @@ export function parseOperatorFlags(
   if (sidecarServer === 'nginx' && !values['sidecar-nginx-image']) {
     throw new UserError('--sidecar-server nginx needs --sidecar-nginx-image', 2);
   }
+  for (const name of values['secret-name'] ?? []) {
+    // A Secret's name is a DNS subdomain; anything else could never match (and is not put in a
+    // field selector).
+    if (name.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name))
+      throw new UserError(
+        `--secret-name must be a Secret name (a DNS subdomain), got "${name.slice(0, 64)}"`,
+        2,
+      );
+  }
   const sidecarImage = values['sidecar-image'] || undefined;
   // The webhook exists to inject the sidecar: without an image it stays off, so a bare local run
   // (no flags) starts.
@@ -196,6 +215,7 @@ export function parseOperatorFlags(
   return {
     kubeconfig: values.kubeconfig,
     namespaces: [...new Set(values.namespace ?? [])],
+    secretNames: [...new Set(values['secret-name'] ?? [])],
     concurrency: integer('concurrency', values.concurrency, 4, 1, 256),
     resyncMs: duration('resync', values.resync, '10m'),
     leaderElect: values['leader-elect'] ?? true,
@@ -242,6 +262,12 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  const heap = planHeapLimit({
+    limit: process.env[MEMORY_LIMIT_ENV],
+    execArgv: process.execArgv,
+    nodeOptions: process.env.NODE_OPTIONS,
+  });
+  if (heap.action === 'restart') restartWithHeapLimit(heap.oldSpaceMiB);
   // A long-running process with a small working set: V8's size-over-speed mode keeps the young
   // generation and the heap's growth small (peak RSS at 1,000 AgentCards about 30 MiB lower; other
   // flag sets measured in bench/scale.bench.ts saved less). Set before the controller's modules
@@ -249,6 +275,7 @@ export async function run(argv: string[]): Promise<number> {
   setFlagsFromString('--optimize-for-size');
   const { runOperator } = await import('../../manager/manager.ts');
   const log = createLogger({ component: 'operator' });
+  logHeapLimit(log, heap);
   const shutdown = new AbortController();
   const onSignal = (signal: string) => {
     if (shutdown.signal.aborted) return;
@@ -264,4 +291,53 @@ export async function run(argv: string[]): Promise<number> {
   // Idle keep-alive sockets of the Kubernetes client must not hold the process open.
   setTimeout(() => process.exit(exitCode), 1_000).unref();
   return exitCode;
+}
+
+/**
+ * Replaces this process (same PID, signals and stdio: no parent left behind) with the same
+ * command line plus `--max-old-space-size`, which V8 reads only when the heap is set up. Done
+ * before the controller's modules load; only when this process was started as the `agentcard`
+ * command (never inside a test runner that imported this module). Where process.execve is
+ * missing (Node.js before 22.15) the operator runs on with Node.js's own sizing, and says so.
+ */
+function restartWithHeapLimit(oldSpaceMiB: number): void {
+  const script = process.argv[1] ?? '';
+  if (typeof process.execve !== 'function' || !/(^|[/\\])agentcard(\.js)?$/.test(script)) return;
+  try {
+    process.execve(
+      process.execPath,
+      restartArgs(process.execPath, process.execArgv, process.argv, oldSpaceMiB),
+      {
+        ...process.env,
+        [HEAP_FROM_LIMIT_ENV]: String(oldSpaceMiB),
+      },
+    );
+  } catch {
+    // Left to logHeapLimit, which reports the heap limit the process runs with.
+  }
+}
+
+const MiB = 1024 * 1024;
+
+/** One line at start: the heap limit V8 runs with, and where it came from. */
+function logHeapLimit(log: Logger, plan: HeapPlan): void {
+  const heapSizeLimitMiB = Math.round(getHeapStatistics().heap_size_limit / MiB);
+  const memoryLimit = process.env[MEMORY_LIMIT_ENV];
+  if (plan.action === 'invalid') {
+    log.warn(`${MEMORY_LIMIT_ENV} is not a number of bytes; the heap is sized by Node.js`, {
+      value: plan.value,
+      heapSizeLimitMiB,
+    });
+    return;
+  }
+  log.info('heap limit', {
+    heapSizeLimitMiB,
+    ...(plan.action === 'keep' && plan.reason === 'flag-given' && process.env[HEAP_FROM_LIMIT_ENV]
+      ? {
+          source: 'memory limit',
+          memoryLimitMiB: Math.round(Number(memoryLimit) / MiB),
+          oldSpaceMiB: Number(process.env[HEAP_FROM_LIMIT_ENV]),
+        }
+      : { source: plan.action === 'keep' && plan.reason === 'flag-given' ? 'flag' : 'node' }),
+  });
 }

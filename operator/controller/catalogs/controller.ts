@@ -177,8 +177,10 @@ export class CatalogController {
       scope.configMaps.on('add', (cm) => this.onConfigMap(cm, false));
       scope.configMaps.on('update', (cm) => this.onConfigMap(cm, false));
       scope.configMaps.on('delete', (cm) => this.onConfigMap(cm, true));
-      scope.secrets.on('update', (s) => this.onSecret(s));
-      scope.secrets.on('add', (s) => this.onSecret(s));
+      for (const secrets of scope.secrets) {
+        secrets.on('update', (s) => this.onSecret(s));
+        secrets.on('add', (s) => this.onSecret(s));
+      }
     }
   }
 
@@ -234,7 +236,7 @@ export class CatalogController {
       this.namespaces = undefined;
     }
     await Promise.all(this.own().map((i) => i.start()));
-    const shared = [...this.opts.caches.values()].flatMap((s) => [s.cards, s.configMaps, s.secrets]);
+    const shared = [...this.opts.caches.values()].flatMap((s) => [s.cards, s.configMaps, ...s.secrets]);
     await Promise.all([...this.own(), ...shared].map((i) => i.waitForSync(signal)));
     if (this.queue.shuttingDown) return;
     this.started = true;
@@ -469,7 +471,7 @@ export class CatalogController {
     const cards = this.cardsInReach(ref, spec.audience, spec.entries === 'inline');
     const secrets = await readReferencedSecrets(
       this.opts.client,
-      this.scope(publishNamespace)?.secrets,
+      this.scope(publishNamespace),
       publishNamespace,
       catalog.spec,
     );

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments, isMap, isSeq } from 'yaml';
-import { chartDir, helm, helmWithValues, NAMESPACE, RELEASE, render, type K8sObject } from './chart.ts';
+import {
+  chartDir,
+  helm,
+  helmWithValues,
+  NAMESPACE,
+  RELEASE,
+  render,
+  type K8sObject,
+  type Rendered,
+} from './chart.ts';
 
 type Container = {
   name: string;
@@ -163,7 +172,17 @@ describe('default values', async () => {
   it('sets resources', () => {
     expect(c.resources.requests?.cpu).toBeDefined();
     expect(c.resources.requests?.memory).toBeDefined();
-    expect(c.resources.limits?.memory).toBeDefined();
+    // Above the measured peak at the scale the docs claim (398 MiB at 10,000 cards, probes on).
+    expect(c.resources.limits?.memory).toBe('512Mi');
+  });
+
+  it('passes the memory limit to the operator through the downward API (heap sizing)', () => {
+    const env = c.env.find((e) => e.name === 'AGENTCARD_MEMORY_LIMIT') as
+      { valueFrom?: { resourceFieldRef?: Record<string, string> } } | undefined;
+    expect(env?.valueFrom?.resourceFieldRef).toEqual({
+      containerName: 'operator',
+      resource: 'limits.memory',
+    });
   });
 
   it('has a securityContext for the restricted Pod Security Standard and a read-only root', () => {
@@ -222,11 +241,10 @@ describe('default values', async () => {
     expect(hook!.sideEffects).toBe('None');
     expect(hook!.reinvocationPolicy).toBe('IfNeeded');
     expect(hook!.rules).toEqual([expect.objectContaining({ operations: ['CREATE'], resources: ['pods'] })]);
-    expect(hook!.namespaceSelector.matchExpressions).toContainEqual({
-      key: 'kubernetes.io/metadata.name',
-      operator: 'NotIn',
-      values: [NAMESPACE],
-    });
+    // Every namespace is watched by default: only the release namespace is left out.
+    expect(hook!.namespaceSelector.matchExpressions).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NAMESPACE] },
+    ]);
     expect(hook!.clientConfig.service).toMatchObject({
       name: `${fullname}-webhook`,
       namespace: NAMESPACE,
@@ -426,6 +444,77 @@ describe('namespace-scoped mode (watchNamespaces)', async () => {
       .filter((x) => !x.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'])
       .flatMap((x) => x.rules);
     expect(clusterRules.map((x) => x.resources).flat()).toEqual(['mutatingwebhookconfigurations']);
+  });
+
+  it('sends the webhook only Pods of the watched namespaces, still never its own', () => {
+    const [hook] = (r.one('MutatingWebhookConfiguration') as WebhookConfig).webhooks;
+    // The expressions of a selector are ANDed: watched, and not the release namespace.
+    expect(hook!.namespaceSelector.matchExpressions).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NAMESPACE] },
+      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] },
+    ]);
+  });
+
+  it('keeps the extra webhook namespaceSelector expressions alongside the watched namespaces', async () => {
+    const extra = { key: 'agentcard.dev/inject', operator: 'NotIn', values: ['disabled'] };
+    const both = await render({
+      watchNamespaces: ['team-a'],
+      webhook: { namespaceSelector: { matchExpressions: [extra] } },
+    });
+    const [hook] = (both.one('MutatingWebhookConfiguration') as WebhookConfig).webhooks;
+    expect(hook!.namespaceSelector.matchExpressions).toEqual([
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [NAMESPACE] },
+      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] },
+      extra,
+    ]);
+  });
+});
+
+describe('named Secrets mode (rbac.secretNames)', async () => {
+  const names = ['agent-signing-key', 'probe-token'];
+  const secretRules = (r: Rendered) =>
+    roles(r.objects)
+      .flatMap((role) => role.rules.map((rule) => ({ role, rule })))
+      .filter(({ rule }) => rule.resources.includes('secrets'));
+
+  it('grants get, list and watch on those names only, and passes them to the operator', async () => {
+    const r = await render({ rbac: { secretNames: names } });
+    const c = operatorContainer(r.one('Deployment') as Deployment);
+    expect(flagAll(c.args, 'secret-name')).toEqual(names);
+    const reads = secretRules(r).filter(({ rule }) => rule.verbs.includes('list'));
+    expect(reads).toHaveLength(1);
+    expect(reads[0]!.role.kind).toBe('ClusterRole');
+    expect(reads[0]!.rule).toEqual({
+      apiGroups: [''],
+      resources: ['secrets'],
+      resourceNames: names,
+      verbs: ['get', 'list', 'watch'],
+    });
+    // No Secret rule anywhere without resourceNames but the webhook's `create` (RBAC cannot limit
+    // create by name; the write policy does).
+    for (const { rule } of secretRules(r).filter(({ rule }) => !rule.resourceNames))
+      expect(rule.verbs).toEqual(['create']);
+    // The webhook's own Secret, no longer covered by a read of every Secret, is read by name.
+    const own = secretRules(r).find(({ rule }) => rule.resourceNames?.includes(`${fullname}-webhook-tls`));
+    expect(own?.rule.verbs).toEqual(['get', 'update']);
+  });
+
+  it('combines with watchNamespaces: a Role per namespace with the names', async () => {
+    const r = await render({ watchNamespaces: ['team-a', 'team-b'], rbac: { secretNames: names } });
+    const reads = secretRules(r).filter(({ rule }) => rule.verbs.includes('list'));
+    expect(reads.map(({ role }) => `${role.kind}/${role.metadata.namespace}`).sort()).toEqual([
+      'Role/team-a',
+      'Role/team-b',
+    ]);
+    for (const { rule } of reads) expect(rule.resourceNames).toEqual(names);
+  });
+
+  it('refuses a name that cannot be a Secret name', async () => {
+    const bad = await helmWithValues(['template', RELEASE, chartDir], {
+      rbac: { secretNames: ['Bad_Name'] },
+    });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/secretNames/);
   });
 });
 

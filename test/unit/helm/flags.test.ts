@@ -13,6 +13,7 @@ type Deployment = {
 const combos: Record<string, Record<string, unknown>> = {
   defaults: {},
   'namespace-scoped': { watchNamespaces: ['team-a', 'team-b'] },
+  'named Secrets only': { rbac: { secretNames: ['agent-signing-key', 'probe-token'] } },
   'cert-manager': { webhook: { certificate: { mode: 'cert-manager' } } },
   'no webhook, no probes, no leader election': {
     webhook: { enabled: false },
@@ -44,6 +45,9 @@ describe('the chart passes flags agentcard operator accepts', () => {
       expect(parsed).not.toBe('help');
       if (parsed === 'help') return;
       expect(parsed.namespaces).toEqual((values.watchNamespaces as string[] | undefined) ?? []);
+      expect(parsed.secretNames).toEqual(
+        (values.rbac as { secretNames?: string[] } | undefined)?.secretNames ?? [],
+      );
       expect(parsed.probes).toBe((values.probes as { enabled?: boolean } | undefined)?.enabled ?? true);
       const probes = values.probes as { denyCidrs?: string[]; statusRefresh?: string } | undefined;
       if (parsed.probes) {
