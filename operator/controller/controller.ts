@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
 import { API_VERSION, CARD_LABEL, configMapName, GROUP, KIND, PLURAL, VERSION } from '../api/names.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
-import { applyConfigMap, applyStatus } from '../kube/api.ts';
+import { applyConfigMap, applyStatus, collectionPath } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { apiStatusCode, describeApiError, isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
@@ -43,6 +43,9 @@ import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } fr
 import { WorkQueue, type Priority, type QueueGate } from './workqueue.ts';
 import { isOutage } from '../kube/health.ts';
 import { WriteOverlay } from './write-overlay.ts';
+import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
+import type { Runnable } from '../runtime/manager.ts';
+import { controllerRunnables, WorkSignal } from '../runtime/reconciler.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 
@@ -92,12 +95,13 @@ export class Controller {
   private readonly applyingConfigMaps = new Map<string, ConfigMapObject>();
   private readonly pods = new PodIndex();
   private started = false;
-  private stopping = false;
+  /** Aborts the reconciles in flight when the loop is cancelled. */
+  private readonly work = new WorkSignal();
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
-    this.queue = new WorkQueue((key) => this.reconcile(key), {
+    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
       concurrency: opts.concurrency,
       gate: opts.gate,
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
@@ -160,14 +164,45 @@ export class Controller {
       .map((i) => i.name);
   }
 
+  /** The collections the caches list, for the access check before they start (runtime/access.ts). */
+  listSources(): ListSource[] {
+    return [...this.informers.keys()].flatMap((ns) => {
+      const where = ns ? `namespace ${ns}` : 'every namespace';
+      const namespace = ns || undefined;
+      return [
+        {
+          what: `agentcards in ${where}`,
+          path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
+        },
+        { what: `configmaps in ${where}`, path: collectionPath('/api/v1', 'configmaps', namespace) },
+        { what: `secrets in ${where}`, path: collectionPath('/api/v1', 'secrets', namespace) },
+        { what: `pods in ${where}`, path: collectionPath('/api/v1', 'pods', namespace) },
+      ];
+    });
+  }
+
+  /** The controller's runnables (runtime/manager.ts): caches on every replica, reconciles on the leader. */
+  runnables(): Runnable[] {
+    return controllerRunnables({
+      name: 'agentcard',
+      startCaches: async (signal) => {
+        await checkListAccess(this.opts.client, this.listSources(), { signal, log: this.log });
+        await Promise.all(this.all().map((i) => i.start()));
+      },
+      stopCaches: () => this.stopCaches(),
+      startReconciling: (signal) => this.startReconciling(signal),
+      stopReconciling: () => this.queue.shutdown(),
+      cancel: () => this.work.cancel(),
+    });
+  }
+
   /**
-   * Starts the informers; once every cache is loaded, queues every AgentCard and starts the
-   * periodic resync. Reconciles never run on a partial cache (that would rewrite existing objects).
+   * Once every cache is loaded, queues every AgentCard and starts the periodic resync.
+   * Reconciles never run on a partial cache (that would rewrite existing objects).
    */
-  async start(signal: AbortSignal): Promise<void> {
-    await Promise.all(this.all().map((i) => i.start()));
-    await Promise.all(this.all().map((i) => i.waitForSync(signal)));
-    if (this.stopping) return;
+  async startReconciling(signal: AbortSignal): Promise<void> {
+    await waitForCaches(this.all(), signal);
+    if (this.queue.shuttingDown) return;
     this.started = true;
     const keys = this.cardKeys();
     this.log.info('caches synced; reconciling', { agentCards: keys.length });
@@ -175,22 +210,8 @@ export class Controller {
     this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
   }
 
-  /** Stops taking work, waits for the reconciles in flight, then stops the watches. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await this.queue.shutdown();
+  private async stopCaches(): Promise<void> {
     await Promise.all(this.all().map((i) => i.stop()));
-  }
-
-  /**
-   * Leadership lost: stop starting reconciles now and stop the watches, without waiting for the
-   * runs in flight (the process exits next, which ends their requests). Another replica may be
-   * leading already, so nothing here may wait on the API server.
-   */
-  abandon(): void {
-    this.stopping = true;
-    void this.queue.shutdown();
-    for (const i of this.all()) void i.stop().catch(() => {});
   }
 
   private cardKeys(): string[] {
@@ -296,7 +317,7 @@ export class Controller {
 
   // ---- the reconcile -------------------------------------------------------------------------
 
-  async reconcile(key: string): Promise<void> {
+  async reconcile(key: string, signal: AbortSignal): Promise<void> {
     const [namespace, name] = splitKey(key);
     const resource = this.currentCard(namespace, name);
     if (!resource || resource.metadata.deletionTimestamp) {
@@ -306,7 +327,7 @@ export class Controller {
     const started = process.hrtime.bigint();
     const log = this.log.child({ namespace, name });
     try {
-      await this.reconcileCard(key, resource, log);
+      await this.reconcileCard(key, resource, log, signal);
       this.opts.metrics.reconcileTotal.inc({ result: 'success' });
     } catch (err) {
       this.opts.metrics.reconcileTotal.inc({ result: 'error' });
@@ -316,7 +337,12 @@ export class Controller {
     }
   }
 
-  private async reconcileCard(key: string, resource: AgentCardObject, log: Logger): Promise<void> {
+  private async reconcileCard(
+    key: string,
+    resource: AgentCardObject,
+    log: Logger,
+    signal: AbortSignal,
+  ): Promise<void> {
     const { namespace, name } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
     const secrets = await readReferencedSecrets(
@@ -324,6 +350,7 @@ export class Controller {
       this.scopeOf(namespace)?.secrets,
       namespace,
       resource.spec,
+      signal,
     );
     const cmName = configMapName(name);
     const input = {
@@ -352,7 +379,7 @@ export class Controller {
       this.applyingConfigMaps.set(cmKey, plan.configMap);
       try {
         this.opts.metrics.apiWrites.inc({ resource: 'configmap' });
-        const stored = await applyConfigMap(this.opts.client, plan.configMap);
+        const stored = await applyConfigMap(this.opts.client, plan.configMap, signal);
         delete stored.metadata?.managedFields;
         this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
@@ -391,6 +418,7 @@ export class Controller {
           namespace,
           name,
           statusApplyBody({ apiVersion: API_VERSION, kind: KIND, name, namespace }, plan.status),
+          signal,
         )) as AgentCardObject & KubernetesObject;
         delete stored.metadata?.managedFields;
         this.cardOverlay.remember(key, resource.metadata.resourceVersion, stored);

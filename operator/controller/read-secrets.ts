@@ -16,10 +16,11 @@ export async function readReferencedSecrets(
   cache: ResilientInformer<V1Secret> | undefined,
   namespace: string,
   spec: unknown,
+  signal?: AbortSignal,
 ): Promise<Map<string, SecretView | undefined>> {
   const out = new Map<string, SecretView | undefined>();
   for (const name of referencedSecretNames(spec)) {
-    const secret = cache?.get(name, namespace) ?? (await readSecret(client, namespace, name));
+    const secret = cache?.get(name, namespace) ?? (await readSecret(client, namespace, name, signal));
     out.set(
       name,
       secret

@@ -46,6 +46,9 @@ import { readReferencedSecrets } from '../read-secrets.ts';
 import { referencedSecretNames } from '../secret-index.ts';
 import { WorkQueue, type QueueGate } from '../workqueue.ts';
 import { WriteOverlay } from '../write-overlay.ts';
+import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
+import type { Runnable } from '../../runtime/manager.ts';
+import { controllerRunnables, WorkSignal } from '../../runtime/reconciler.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
 import { ownedCatalogStatus, planCatalog, type CatalogObject } from './plan.ts';
 
@@ -100,6 +103,8 @@ export class CatalogController {
   /** ConfigMaps being applied now (their watch event may beat the response). */
   private readonly applying = new Map<string, Record<string, string>>();
   private started = false;
+  /** Aborts the reconciles in flight when the loop is cancelled. */
+  private readonly work = new WorkSignal();
   /** Each catalog's last reconcile: how long it took (ms) and when it ended. */
   private readonly lastBuild = new Map<string, { ms: number; endedAt: number }>();
 
@@ -108,7 +113,7 @@ export class CatalogController {
     this.log = opts.log.child({ controller: 'catalogs' });
     this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
     this.clock = opts.clock ?? systemClock;
-    this.queue = new WorkQueue((key) => this.reconcile(key), {
+    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
       concurrency: opts.concurrency ?? 2,
       clock: this.clock,
       onError: (key, err, retryInMs) =>
@@ -214,11 +219,24 @@ export class CatalogController {
   }
 
   /**
-   * Starts its own watches; reconciles once they and the shared caches are loaded. When the
-   * catalog CRDs are not installed (an upgrade that skipped `crds/`), catalogs stay off with one
-   * warning instead of holding readiness back for every AgentCard.
+   * The controller's runnables (runtime/manager.ts): its own watches on every replica, reconciles
+   * on the leader. When the catalog CRDs are not installed (an upgrade that skipped `crds/`),
+   * catalogs stay off with one warning instead of holding readiness back for every AgentCard.
    */
-  async start(signal: AbortSignal): Promise<void> {
+  runnables(): Runnable[] {
+    return controllerRunnables({
+      name: 'catalog',
+      startCaches: (signal) => this.startCaches(signal),
+      stopCaches: async () => {
+        await Promise.all(this.own().map((i) => i.stop()));
+      },
+      startReconciling: (signal) => this.startReconciling(signal),
+      stopReconciling: () => this.queue.shutdown(),
+      cancel: () => this.work.cancel(),
+    });
+  }
+
+  private async startCaches(signal: AbortSignal): Promise<void> {
     const served = await this.servedPlurals();
     if (!served.has(CATALOG_PLURAL)) {
       this.log.warn(
@@ -235,20 +253,30 @@ export class CatalogController {
       this.clusterCatalogs = undefined;
       this.namespaces = undefined;
     }
+    const api = `/apis/${GROUP}/${VERSION}`;
+    const sources: ListSource[] = [...this.catalogs.keys()].map((ns) => ({
+      what: `agentcatalogs in ${ns ? `namespace ${ns}` : 'every namespace'}`,
+      path: collectionPath(api, CATALOG_PLURAL, ns || undefined),
+    }));
+    if (this.clusterCatalogs)
+      sources.push(
+        { what: 'clusteragentcatalogs', path: `${api}/${CLUSTER_CATALOG_PLURAL}` },
+        { what: 'namespaces', path: '/api/v1/namespaces' },
+      );
+    await checkListAccess(this.opts.client, sources, { signal, log: this.log, clock: this.clock });
     await Promise.all(this.own().map((i) => i.start()));
+  }
+
+  /** Once its watches and the shared caches are loaded: queues every catalog, starts the resync. */
+  private async startReconciling(signal: AbortSignal): Promise<void> {
     const shared = [...this.opts.caches.values()].flatMap((s) => [s.cards, s.configMaps, s.secrets]);
-    await Promise.all([...this.own(), ...shared].map((i) => i.waitForSync(signal)));
+    await waitForCaches([...this.own(), ...shared], signal);
     if (this.queue.shuttingDown) return;
     this.started = true;
     const keys = this.catalogKeys();
     this.log.info('caches synced; reconciling catalogs', { catalogs: keys.length });
     for (const key of keys) this.queue.add(key);
     this.queue.startResync(this.opts.resyncMs, () => this.catalogKeys());
-  }
-
-  async stop(): Promise<void> {
-    await this.queue.shutdown();
-    await Promise.all(this.own().map((i) => i.stop()));
   }
 
   private catalogKeys(): string[] {
@@ -436,6 +464,7 @@ export class CatalogController {
     name: string,
     namespace: string,
     uid: string,
+    signal: AbortSignal,
   ): Promise<V1ConfigMap[]> {
     const label = catalogLabelValue(kind, name);
     const owned = (cm: V1ConfigMap) =>
@@ -450,23 +479,24 @@ export class CatalogController {
     const list = await readOptional<{ items: V1ConfigMap[] }>(
       this.opts.client,
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps?labelSelector=${encodeURIComponent(`${CATALOG_LABEL}=${label}`)}`,
+      signal,
     );
     return (list?.items ?? []).filter(owned);
   }
 
   // ---- the reconcile -------------------------------------------------------------------------
 
-  async reconcile(key: string): Promise<void> {
+  async reconcile(key: string, signal: AbortSignal): Promise<void> {
     const started = this.clock.now();
     try {
-      await this.reconcileCatalog(key);
+      await this.reconcileCatalog(key, signal);
     } finally {
       const endedAt = this.clock.now();
       this.lastBuild.set(key, { ms: endedAt - started, endedAt });
     }
   }
 
-  private async reconcileCatalog(key: string): Promise<void> {
+  private async reconcileCatalog(key: string, signal: AbortSignal): Promise<void> {
     const ref = parseKey(key);
     const catalog = this.currentCatalog(ref);
     if (!catalog || catalog.metadata.deletionTimestamp) return;
@@ -478,9 +508,10 @@ export class CatalogController {
       this.scope(publishNamespace)?.secrets,
       publishNamespace,
       catalog.spec,
+      signal,
     );
     const published = new Map(
-      (await this.published(ref.kind, ref.name, publishNamespace, catalog.metadata.uid)).map((cm) => [
+      (await this.published(ref.kind, ref.name, publishNamespace, catalog.metadata.uid, signal)).map((cm) => [
         cm.metadata!.name!,
         cm,
       ]),
@@ -514,7 +545,7 @@ export class CatalogController {
       this.applying.set(cmKey, cm.data);
       try {
         this.opts.onWrite?.('configmap');
-        const stored = await applyConfigMap(this.opts.client, cm);
+        const stored = await applyConfigMap(this.opts.client, cm, signal);
         delete stored.metadata?.managedFields;
         this.configMapOverlay.remember(cmKey, before, stored);
       } catch (err) {
@@ -547,6 +578,7 @@ export class CatalogController {
           namespace,
           ref.name,
           body,
+          signal,
         )) as CatalogObject & KubernetesObject;
         delete stored.metadata?.managedFields;
         this.catalogOverlay.remember(key, catalog.metadata.resourceVersion, stored);
