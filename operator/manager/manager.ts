@@ -14,7 +14,7 @@ import { createRegistry } from '../metrics/registry.ts';
 import { KubeClient } from '../kube/client.ts';
 import { ApiHealth } from '../kube/health.ts';
 import { RecoveryProbe } from '../kube/recovery-probe.ts';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
@@ -93,6 +93,18 @@ export async function runOperator(
     },
   });
   const metrics = new ControllerMetrics(registry);
+  const catalogReconciles = new Counter({
+    name: 'agentcard_catalog_reconcile_total',
+    help: 'AgentCatalog and ClusterAgentCatalog reconciles by result (success or error).',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  const catalogReconcileDuration = new Histogram({
+    name: 'agentcard_catalog_reconcile_duration_seconds',
+    help: 'Duration of one catalog reconcile (build, sign, publish), API calls included.',
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
   const events = new EventRecorder({
     client,
     log,
@@ -165,6 +177,10 @@ export async function runOperator(
         resyncMs: flags.resyncMs,
         gate: apiHealth,
         onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
+        onReconcile: (result, seconds) => {
+          catalogReconciles.inc({ result });
+          catalogReconcileDuration.observe(seconds);
+        },
       })
     : undefined;
   built.cards = controller;

@@ -32,10 +32,10 @@ import {
   configMapName,
   type CatalogKind,
 } from '../../api/names.ts';
-import { applyConfigMap, applyStatus, collectionPath, readOptional } from '../../kube/api.ts';
+import { collectionPath, readOptional } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { systemClock, type Clock } from '../../kube/clock.ts';
-import { describeApiError, isNotFound } from '../../kube/errors.ts';
+import { describeApiError } from '../../kube/errors.ts';
 import { ResilientInformer } from '../../kube/informer.ts';
 import type { Logger } from '../../log.ts';
 import type { CardView } from '../../catalog/entries.ts';
@@ -43,9 +43,9 @@ import type { Informers } from '../informers.ts';
 import { objectKey } from '../keys.ts';
 import type { AgentCardObject } from '../plan.ts';
 import { readReferencedSecrets } from '../read-secrets.ts';
-import { referencedSecretNames } from '../secret-index.ts';
+import { referencedSecretNames, SecretVersions } from '../secret-index.ts';
 import { WorkQueue, type QueueGate } from '../workqueue.ts';
-import { WriteOverlay } from '../write-overlay.ts';
+import { Writer } from '../../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
 import type { Runnable } from '../../runtime/manager.ts';
 import { controllerRunnables, WorkSignal } from '../../runtime/reconciler.ts';
@@ -73,8 +73,13 @@ export interface CatalogControllerOptions {
   resyncMs: number;
   /** Counts API writes (the operator's metrics). */
   onWrite?: (resource: string) => void;
-  /** The API server's health (kube/health.ts): on recovery, informers in backoff resume at once. */
-  gate?: Pick<QueueGate, 'onRecover'>;
+  /** Counts reconciles and their duration (the operator's metrics). */
+  onReconcile?: (result: 'success' | 'error', seconds: number) => void;
+  /**
+   * The API server's health (kube/health.ts): holds the work queue during an outage, as the
+   * AgentCard controller's; on recovery, informers in backoff resume at once.
+   */
+  gate?: QueueGate;
   /** Time for the work queue and the rest between rebuilds (a manual clock in tests). */
   clock?: Clock;
 }
@@ -98,10 +103,9 @@ export class CatalogController {
   private readonly seenGeneration = new Map<string, number>();
   private readonly cardPrints = new Map<string, string>();
   private readonly nsLabels = new Map<string, string>();
-  private readonly catalogOverlay = new WriteOverlay<CatalogObject & KubernetesObject>();
-  private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
-  /** ConfigMaps being applied now (their watch event may beat the response). */
-  private readonly applying = new Map<string, Record<string, string>>();
+  /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
+  private readonly writer: Writer<CatalogObject & KubernetesObject>;
+  private readonly secretVersions = new SecretVersions();
   private started = false;
   /** Aborts the reconciles in flight when the loop is cancelled. */
   private readonly work = new WorkSignal();
@@ -113,8 +117,10 @@ export class CatalogController {
     this.log = opts.log.child({ controller: 'catalogs' });
     this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
     this.clock = opts.clock ?? systemClock;
+    this.writer = new Writer({ client: opts.client, onWrite: (resource) => opts.onWrite?.(resource) });
     this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
       concurrency: opts.concurrency ?? 2,
+      gate: opts.gate,
       clock: this.clock,
       onError: (key, err, retryInMs) =>
         this.log.warn('catalog reconcile failed; retrying', {
@@ -184,8 +190,14 @@ export class CatalogController {
       scope.configMaps.on('add', (cm) => this.onConfigMap(cm, false));
       scope.configMaps.on('update', (cm) => this.onConfigMap(cm, false));
       scope.configMaps.on('delete', (cm) => this.onConfigMap(cm, true));
-      scope.secrets.on('update', (s) => this.onSecret(s));
-      scope.secrets.on('add', (s) => this.onSecret(s));
+      // Labelled Secrets (data cached) and every Secret's metadata: a signing key created, rotated
+      // or deleted, labelled or not, rebuilds the catalogs that use it (once per version).
+      scope.secrets.on('add', (s) => this.onSecret('data', s, false));
+      scope.secrets.on('update', (s) => this.onSecret('data', s, false));
+      scope.secrets.on('delete', (s) => this.onSecret('data', s, true));
+      scope.secretMetadata.on('add', (s) => this.onSecret('metadata', s, false));
+      scope.secretMetadata.on('update', (s) => this.onSecret('metadata', s, false));
+      scope.secretMetadata.on('delete', (s) => this.onSecret('metadata', s, true));
     }
   }
 
@@ -313,7 +325,7 @@ export class CatalogController {
       const key = keyOf(ref(c));
       this.seenGeneration.delete(key);
       this.lastBuild.delete(key);
-      this.catalogOverlay.forget(key);
+      this.writer.forgetOwner(key);
       this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
     });
   }
@@ -369,10 +381,8 @@ export class CatalogController {
       (r) => r.controller && (r.kind === CATALOG_KIND || r.kind === CLUSTER_CATALOG_KIND),
     );
     if (!owner || !labels[CATALOG_LABEL]) return;
-    const cmKey = objectKey(namespace, cm.metadata?.name ?? '');
-    if (deleted) this.configMapOverlay.forget(cmKey);
-    else if (this.configMapOverlay.isOwnEcho(cmKey, cm.metadata?.resourceVersion)) return;
-    else if (sameData(cm.data, this.applying.get(cmKey))) return;
+    if (deleted) this.writer.forgetConfigMap(namespace, cm.metadata?.name ?? '');
+    else if (this.writer.isConfigMapEcho(cm)) return; // the echo of our own apply
     const kind = owner.kind as CatalogKind;
     this.enqueue(
       keyOf({ kind, namespace: kind === CATALOG_KIND ? namespace : '', name: owner.name }),
@@ -394,9 +404,11 @@ export class CatalogController {
         );
   }
 
-  private onSecret(secret: V1Secret): void {
+  private onSecret(source: 'data' | 'metadata', secret: V1Secret | KubernetesObject, deleted: boolean): void {
     const namespace = secret.metadata?.namespace ?? '';
     const name = secret.metadata?.name ?? '';
+    const version = secret.metadata?.resourceVersion ?? '';
+    if (!this.secretVersions.changed(source, objectKey(namespace, name), version, deleted)) return;
     const uses = (c: CatalogObject) => referencedSecretNames(c.spec).includes(name);
     const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
     for (const c of scope?.list(namespace) ?? [])
@@ -421,12 +433,12 @@ export class CatalogController {
       ref.kind === CATALOG_KIND
         ? (this.catalogs.get(ref.namespace) ?? this.catalogs.get(''))?.get(ref.name, ref.namespace)
         : this.clusterCatalogs?.get(ref.name);
-    return this.catalogOverlay.read(keyOf(ref), cached);
+    return this.writer.readOwner(keyOf(ref), cached);
   }
 
   private liveConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
     const cached = this.scope(namespace)?.configMaps.get(name, namespace);
-    return this.configMapOverlay.read(objectKey(namespace, name), cached);
+    return this.writer.readConfigMap(namespace, name, cached);
   }
 
   private cardsInReach(ref: CatalogRef, audience: string | undefined, inline: boolean): CardView[] {
@@ -488,11 +500,14 @@ export class CatalogController {
 
   async reconcile(key: string, signal: AbortSignal): Promise<void> {
     const started = this.clock.now();
+    let result: 'success' | 'error' = 'error';
     try {
       await this.reconcileCatalog(key, signal);
+      result = 'success';
     } finally {
       const endedAt = this.clock.now();
       this.lastBuild.set(key, { ms: endedAt - started, endedAt });
+      this.opts.onReconcile?.(result, (endedAt - started) / 1000);
     }
   }
 
@@ -537,73 +552,58 @@ export class CatalogController {
       now: new Date(),
     };
     let plan = await planCatalog(input);
+    const written = plan.configMaps.length;
     let publishError: unknown;
-    for (const cm of plan.configMaps) {
-      const cmKey = objectKey(publishNamespace, cm.metadata.name);
-      const before = this.scope(publishNamespace)?.configMaps.get(cm.metadata.name, publishNamespace)
-        ?.metadata?.resourceVersion;
-      this.applying.set(cmKey, cm.data);
-      try {
-        this.opts.onWrite?.('configmap');
-        const stored = await applyConfigMap(this.opts.client, cm, signal);
-        delete stored.metadata?.managedFields;
-        this.configMapOverlay.remember(cmKey, before, stored);
-      } catch (err) {
-        publishError = err;
-        this.log.warn('publishing a catalog ConfigMap failed', {
-          catalog: key,
-          configMap: cm.metadata.name,
-          error: describeApiError(err),
-        });
-        plan = await planCatalog({ ...input, publishError: describeApiError(err) });
-        break;
-      } finally {
-        this.applying.delete(cmKey);
-      }
+    const outcome = await this.writer.publish(
+      plan.configMaps,
+      (ns, n) => this.scope(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+      signal,
+    );
+    if (!outcome.ok) {
+      // Reported, and retried with backoff unless the API server refused the object itself (422).
+      if (!outcome.rejected) publishError = outcome.error;
+      this.log.warn('publishing a catalog ConfigMap failed', {
+        catalog: key,
+        configMap: outcome.name,
+        error: outcome.message,
+        retrying: !outcome.rejected,
+      });
+      plan = await planCatalog({
+        ...input,
+        publishError: outcome.message,
+        publishRejected: outcome.rejected,
+      });
     }
     if (plan.statusChanged) {
-      try {
-        this.opts.onWrite?.('status');
-        const plural = ref.kind === CATALOG_KIND ? CATALOG_PLURAL : CLUSTER_CATALOG_PLURAL;
-        const namespace = ref.kind === CATALOG_KIND ? ref.namespace : undefined;
-        const body = {
-          apiVersion: API_VERSION,
-          kind: ref.kind,
-          metadata: { name: ref.name, ...(namespace !== undefined ? { namespace } : {}) },
-          status: ownedCatalogStatus(plan.status),
-        };
-        const stored = (await applyStatus(
-          this.opts.client,
-          { group: GROUP, version: VERSION, plural },
-          namespace,
-          ref.name,
-          body,
-          signal,
-        )) as CatalogObject & KubernetesObject;
-        delete stored.metadata?.managedFields;
-        this.catalogOverlay.remember(key, catalog.metadata.resourceVersion, stored);
-      } catch (err) {
-        if (isNotFound(err)) return;
-        throw err;
-      }
+      const plural = ref.kind === CATALOG_KIND ? CATALOG_PLURAL : CLUSTER_CATALOG_PLURAL;
+      const namespace = ref.kind === CATALOG_KIND ? ref.namespace : undefined;
+      const body = {
+        apiVersion: API_VERSION,
+        kind: ref.kind,
+        metadata: { name: ref.name, ...(namespace !== undefined ? { namespace } : {}) },
+        status: ownedCatalogStatus(plan.status),
+      };
+      const stored = await this.writer.writeStatus(
+        key,
+        { group: GROUP, version: VERSION, plural },
+        namespace,
+        ref.name,
+        body,
+        catalog.metadata.resourceVersion,
+        signal,
+      );
+      if (!stored) return; // deleted meanwhile
     }
     if (plan.configMaps.length > 0 || plan.statusChanged) {
       this.log.info('catalog reconciled', {
         catalog: key,
         ready: plan.ready,
         entries: plan.status.entries,
-        wroteConfigMaps: publishError ? 0 : plan.configMaps.length,
+        wroteConfigMaps: outcome.ok ? written : 0,
         wroteStatus: plan.statusChanged,
         digest: plan.status.digest,
       });
     }
     if (publishError) throw publishError;
   }
-}
-
-function sameData(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
-  if (!a || !b) return false;
-  const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  return ka.every((k) => a[k] === b[k]);
 }
