@@ -102,6 +102,7 @@ export class Controller {
       gate: opts.gate,
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       onError: (key, err, retryInMs) => {
+        if (this.queue.shuttingDown) return; // cancelled: nothing is retried
         const [namespace, name] = splitKey(key);
         this.log.warn('reconcile failed; retrying', {
           namespace,

@@ -123,6 +123,7 @@ export class CatalogController {
       gate: opts.gate,
       clock: this.clock,
       onError: (key, err, retryInMs) =>
+        !this.queue.shuttingDown && // cancelled: nothing is retried
         this.log.warn('catalog reconcile failed; retrying', {
           catalog: key,
           error: describeApiError(err),
