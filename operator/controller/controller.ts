@@ -24,12 +24,11 @@ import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
 import { API_VERSION, CARD_LABEL, configMapName, GROUP, KIND, PLURAL, VERSION } from '../api/names.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
-import { applyConfigMap, applyStatus } from '../kube/api.ts';
+import { collectionPath } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { apiStatusCode, describeApiError, isNotFound } from '../kube/errors.ts';
+import { describeApiError } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { Logger } from '../log.ts';
-import { configMapUpToDate, type ConfigMapObject } from './configmap.ts';
 import { allInformers, createInformers, type Informers } from './informers.ts';
 import { objectKey, splitKey } from './keys.ts';
 import { CONTROLLER_NAMES, type ControllerMetrics } from './metrics.ts';
@@ -41,8 +40,10 @@ import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-ind
 import { summarizeServing } from './serving.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue, type Priority, type QueueGate } from './workqueue.ts';
-import { isOutage } from '../kube/health.ts';
-import { WriteOverlay } from './write-overlay.ts';
+import { Writer } from '../runtime/writes.ts';
+import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
+import type { Runnable } from '../runtime/manager.ts';
+import { controllerRunnables, WorkSignal } from '../runtime/reconciler.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 
@@ -83,27 +84,27 @@ export class Controller {
    * next resync: a status-only update does not change metadata.generation.
    */
   private readonly plannedStatus = new Map<string, string>();
-  private readonly cardOverlay = new WriteOverlay<AgentCardObject & KubernetesObject>();
-  private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
-  /**
-   * ConfigMaps being applied right now (ConfigMap key -> what was sent). The watch event of an
-   * apply often arrives before the apply's response; without this it would look like someone
-   * else's change and queue the card once more (about a third more reconciles at 1,000 cards).
-   */
-  private readonly applyingConfigMaps = new Map<string, ConfigMapObject>();
+  /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
+  private readonly writer: Writer<AgentCardObject & KubernetesObject>;
   private readonly pods = new PodIndex();
   private started = false;
-  private stopping = false;
+  /** Aborts the reconciles in flight when the loop is cancelled. */
+  private readonly work = new WorkSignal();
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
-    this.queue = new WorkQueue((key) => this.reconcile(key), {
+    this.writer = new Writer({
+      client: opts.client,
+      onWrite: (resource) => opts.metrics.apiWrites.inc({ resource }),
+    });
+    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
       concurrency: opts.concurrency,
       gate: opts.gate,
       observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       onError: (key, err, retryInMs) => {
+        if (this.queue.shuttingDown) return; // cancelled: nothing is retried
         const [namespace, name] = splitKey(key);
         this.log.warn('reconcile failed; retrying', {
           namespace,
@@ -166,14 +167,45 @@ export class Controller {
       .map((i) => i.name);
   }
 
+  /** The collections the caches list, for the access check before they start (runtime/access.ts). */
+  listSources(): ListSource[] {
+    return [...this.informers.keys()].flatMap((ns) => {
+      const where = ns ? `namespace ${ns}` : 'every namespace';
+      const namespace = ns || undefined;
+      return [
+        {
+          what: `agentcards in ${where}`,
+          path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
+        },
+        { what: `configmaps in ${where}`, path: collectionPath('/api/v1', 'configmaps', namespace) },
+        { what: `secrets in ${where}`, path: collectionPath('/api/v1', 'secrets', namespace) },
+        { what: `pods in ${where}`, path: collectionPath('/api/v1', 'pods', namespace) },
+      ];
+    });
+  }
+
+  /** The controller's runnables (runtime/manager.ts): caches on every replica, reconciles on the leader. */
+  runnables(): Runnable[] {
+    return controllerRunnables({
+      name: 'agentcard',
+      startCaches: async (signal) => {
+        await checkListAccess(this.opts.client, this.listSources(), { signal, log: this.log });
+        await Promise.all(this.all().map((i) => i.start()));
+      },
+      stopCaches: () => this.stopCaches(),
+      startReconciling: (signal) => this.startReconciling(signal),
+      stopReconciling: () => this.queue.shutdown(),
+      cancel: () => this.work.cancel(),
+    });
+  }
+
   /**
-   * Starts the informers; once every cache is loaded, queues every AgentCard and starts the
-   * periodic resync. Reconciles never run on a partial cache (that would rewrite existing objects).
+   * Once every cache is loaded, queues every AgentCard and starts the periodic resync.
+   * Reconciles never run on a partial cache (that would rewrite existing objects).
    */
-  async start(signal: AbortSignal): Promise<void> {
-    await Promise.all(this.all().map((i) => i.start()));
-    await Promise.all(this.all().map((i) => i.waitForSync(signal)));
-    if (this.stopping) return;
+  async startReconciling(signal: AbortSignal): Promise<void> {
+    await waitForCaches(this.all(), signal);
+    if (this.queue.shuttingDown) return;
     this.started = true;
     const keys = this.cardKeys();
     this.log.info('caches synced; reconciling', { agentCards: keys.length });
@@ -181,22 +213,8 @@ export class Controller {
     this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
   }
 
-  /** Stops taking work, waits for the reconciles in flight, then stops the watches. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await this.queue.shutdown();
+  private async stopCaches(): Promise<void> {
     await Promise.all(this.all().map((i) => i.stop()));
-  }
-
-  /**
-   * Leadership lost: stop starting reconciles now and stop the watches, without waiting for the
-   * runs in flight (the process exits next, which ends their requests). Another replica may be
-   * leading already, so nothing here may wait on the API server.
-   */
-  abandon(): void {
-    this.stopping = true;
-    void this.queue.shutdown();
-    for (const i of this.all()) void i.stop().catch(() => {});
   }
 
   private cardKeys(): string[] {
@@ -236,7 +254,7 @@ export class Controller {
   /** Whether an update shows a controller-owned status other than the one last planned. */
   private statusEditedByOthers(key: string, obj: AgentCardObject): boolean {
     const planned = this.plannedStatus.get(key);
-    if (planned === undefined || this.cardOverlay.isOwnEcho(key, obj.metadata.resourceVersion)) return false;
+    if (planned === undefined || this.writer.isOwnerEcho(key, obj.metadata.resourceVersion)) return false;
     return statusDigest(obj.status) !== planned;
   }
 
@@ -245,8 +263,8 @@ export class Controller {
     const key = objectKey(namespace, name);
     this.secretIndex.delete(key);
     this.plannedStatus.delete(key);
-    this.cardOverlay.forget(key);
-    this.configMapOverlay.forget(objectKey(namespace, configMapName(name)));
+    this.writer.forgetOwner(key);
+    this.writer.forgetConfigMap(namespace, configMapName(name));
     this.opts.metrics.forgetCard(namespace, name);
     this.opts.probes.forget(key);
     this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
@@ -258,15 +276,8 @@ export class Controller {
       obj.metadata?.labels?.[CARD_LABEL] ??
       obj.metadata?.ownerReferences?.find((r) => r.controller && r.kind === KIND)?.name;
     if (!owner) return;
-    const cmKey = objectKey(namespace, obj.metadata?.name ?? '');
-    if (deleted) {
-      this.configMapOverlay.forget(cmKey);
-    } else if (this.configMapOverlay.isOwnEcho(cmKey, obj.metadata?.resourceVersion)) {
-      return; // the echo of our own apply
-    } else {
-      const applying = this.applyingConfigMaps.get(cmKey);
-      if (applying && configMapUpToDate(obj, applying)) return; // an echo that beat the response
-    }
+    if (deleted) this.writer.forgetConfigMap(namespace, obj.metadata?.name ?? '');
+    else if (this.writer.isConfigMapEcho(obj)) return; // the echo of our own apply
     this.enqueue(objectKey(namespace, owner));
   }
 
@@ -290,17 +301,17 @@ export class Controller {
 
   private currentCard(namespace: string, name: string): AgentCardObject | undefined {
     const cached = this.scopeOf(namespace)?.cards.get(name, namespace);
-    return this.cardOverlay.read(objectKey(namespace, name), cached);
+    return this.writer.readOwner(objectKey(namespace, name), cached);
   }
 
   private currentConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
     const cached = this.scopeOf(namespace)?.configMaps.get(name, namespace);
-    return this.configMapOverlay.read(objectKey(namespace, name), cached);
+    return this.writer.readConfigMap(namespace, name, cached);
   }
 
   // ---- the reconcile -------------------------------------------------------------------------
 
-  async reconcile(key: string): Promise<void> {
+  async reconcile(key: string, signal: AbortSignal): Promise<void> {
     const [namespace, name] = splitKey(key);
     const resource = this.currentCard(namespace, name);
     if (!resource || resource.metadata.deletionTimestamp) {
@@ -310,7 +321,7 @@ export class Controller {
     const started = process.hrtime.bigint();
     const log = this.log.child({ namespace, name });
     try {
-      await this.reconcileCard(key, resource, log);
+      await this.reconcileCard(key, resource, log, signal);
       this.opts.metrics.reconcileTotal.inc({ result: 'success' });
     } catch (err) {
       this.opts.metrics.reconcileTotal.inc({ result: 'error' });
@@ -320,7 +331,12 @@ export class Controller {
     }
   }
 
-  private async reconcileCard(key: string, resource: AgentCardObject, log: Logger): Promise<void> {
+  private async reconcileCard(
+    key: string,
+    resource: AgentCardObject,
+    log: Logger,
+    signal: AbortSignal,
+  ): Promise<void> {
     const { namespace, name } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
     const secrets = await readReferencedSecrets(
@@ -328,6 +344,7 @@ export class Controller {
       this.scopeOf(namespace),
       namespace,
       resource.spec,
+      signal,
     );
     const cmName = configMapName(name);
     const input = {
@@ -351,57 +368,41 @@ export class Controller {
 
     let publishError: unknown;
     if (plan.configMap) {
-      const before = this.scopeOf(namespace)?.configMaps.get(cmName, namespace)?.metadata?.resourceVersion;
-      const cmKey = objectKey(namespace, cmName);
-      this.applyingConfigMaps.set(cmKey, plan.configMap);
-      try {
-        this.opts.metrics.apiWrites.inc({ resource: 'configmap' });
-        const stored = await applyConfigMap(this.opts.client, plan.configMap);
-        delete stored.metadata?.managedFields;
-        this.configMapOverlay.remember(cmKey, before, stored);
-      } catch (err) {
-        // The API server is away: a status write would fail the same way. Retry the whole
-        // reconcile once it answers (the work queue holds until then).
-        if (isOutage(err)) throw err;
-        // 422: the API server refuses the object itself; the same bytes would fail forever, so it
-        // is reported and not retried (a spec change queues the card again). Anything else may
-        // pass on a retry.
-        const rejected = apiStatusCode(err) === 422;
-        if (!rejected) publishError = err;
+      const outcome = await this.writer.publish(
+        [plan.configMap],
+        (ns, n) => this.scopeOf(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+        signal,
+      );
+      if (!outcome.ok) {
+        // Reported, and retried with backoff unless the API server refused the object itself.
+        if (!outcome.rejected) publishError = outcome.error;
         log.warn('publishing the ConfigMap failed', {
           configMap: cmName,
-          error: describeApiError(err),
-          retrying: !rejected,
+          error: outcome.message,
+          retrying: !outcome.rejected,
         });
         plan = await planReconcile({
           ...input,
-          publishError: describeApiError(err),
-          publishRejected: rejected,
+          publishError: outcome.message,
+          publishRejected: outcome.rejected,
         });
         plan.configMap = undefined;
-      } finally {
-        this.applyingConfigMaps.delete(cmKey);
       }
     }
 
     // Recorded before the write, so that its watch echo (which may beat the response) matches.
     this.plannedStatus.set(key, statusDigest(plan.status));
     if (plan.statusChanged) {
-      try {
-        this.opts.metrics.apiWrites.inc({ resource: 'status' });
-        const stored = (await applyStatus(
-          this.opts.client,
-          RESOURCE,
-          namespace,
-          name,
-          statusApplyBody({ apiVersion: API_VERSION, kind: KIND, name, namespace }, plan.status),
-        )) as AgentCardObject & KubernetesObject;
-        delete stored.metadata?.managedFields;
-        this.cardOverlay.remember(key, resource.metadata.resourceVersion, stored);
-      } catch (err) {
-        if (isNotFound(err)) return; // deleted meanwhile
-        throw err;
-      }
+      const written = await this.writer.writeStatus(
+        key,
+        RESOURCE,
+        namespace,
+        name,
+        statusApplyBody({ apiVersion: API_VERSION, kind: KIND, name, namespace }, plan.status),
+        resource.metadata.resourceVersion,
+        signal,
+      );
+      if (!written) return; // deleted meanwhile
     }
 
     if (plan.configMap || plan.statusChanged) {

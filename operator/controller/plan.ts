@@ -163,13 +163,15 @@ export interface SigningOutcome {
 
 /**
  * Reads every signing key of the spec; any problem stops signing (and publishing). Also used by
- * the catalog controller, whose spec.signing has the same shape.
+ * the catalog controller, whose spec.signing has the same shape; `subject` names what is signed
+ * in the messages.
  */
 export async function loadSigningKeys(
   spec: Pick<AgentCardSpec, 'signing'>,
   namespace: string,
   secrets: ReadonlyMap<string, SecretView | undefined>,
   served: string,
+  subject: 'card' | 'catalog' = 'card',
 ): Promise<SigningOutcome> {
   const signing = spec.signing;
   if (!signing) {
@@ -177,7 +179,7 @@ export async function loadSigningKeys(
       condition: {
         status: 'False',
         reason: 'SigningNotConfigured',
-        message: 'spec.signing is not set: the card is published unsigned',
+        message: `spec.signing is not set: the ${subject} is published unsigned`,
       },
       keys: [],
     };
@@ -191,7 +193,7 @@ export async function loadSigningKeys(
     if (!secret) {
       problems.push({
         reason: 'SigningKeyNotFound',
-        message: `${where}: Secret "${name}" not found in namespace ${namespace}; create it with a private JWK or PKCS#8 PEM under the key "${key}"; the card is signed as soon as it exists`,
+        message: `${where}: Secret "${name}" not found in namespace ${namespace}; create it with a private JWK or PKCS#8 PEM under the key "${key}"; the ${subject} is signed as soon as it exists`,
       });
       continue;
     }
@@ -232,7 +234,7 @@ export async function loadSigningKeys(
     condition: {
       status: 'True',
       reason: 'Signed',
-      message: `signed with ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')}`,
+      message: `${subject === 'card' ? '' : `${subject} `}signed with ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')}`,
     },
     keys,
   };

@@ -15,12 +15,14 @@ export async function readReferencedSecrets(
   scope: Pick<Informers, 'secrets' | 'secretNames'> | undefined,
   namespace: string,
   spec: unknown,
+  signal?: AbortSignal,
 ): Promise<Map<string, SecretView | undefined>> {
   const out = new Map<string, SecretView | undefined>();
   for (const name of referencedSecretNames(spec)) {
     const cached = scope?.secrets.map((c) => c.get(name, namespace)).find((s) => s !== undefined);
     // Named mode: the caches hold every Secret the operator may read; any other is not readable.
-    const secret = cached ?? (scope?.secretNames ? undefined : await readSecret(client, namespace, name));
+    const secret =
+      cached ?? (scope?.secretNames ? undefined : await readSecret(client, namespace, name, signal));
     out.set(
       name,
       secret

@@ -23,12 +23,14 @@ const seg = encodeURIComponent;
 export function applyConfigMap(
   client: KubeClient,
   cm: V1ConfigMap & { metadata: { name: string; namespace: string } },
+  signal?: AbortSignal,
 ): Promise<V1ConfigMap> {
   const { name, namespace } = cm.metadata;
   return client.request('PATCH', `/api/v1/namespaces/${seg(namespace)}/configmaps/${seg(name)}`, {
     query: APPLY,
     body: cm,
     contentType: CONTENT_TYPE.apply,
+    signal,
   });
 }
 
@@ -42,6 +44,7 @@ export function applyStatus(
   namespace: string | undefined,
   name: string,
   body: Record<string, unknown>,
+  signal?: AbortSignal,
 ): Promise<KubernetesObject> {
   const scope = namespace === undefined ? '' : `/namespaces/${seg(namespace)}`;
   return client.request(
@@ -51,6 +54,7 @@ export function applyStatus(
       query: APPLY,
       body,
       contentType: CONTENT_TYPE.apply,
+      signal,
     },
   );
 }
@@ -78,8 +82,9 @@ export function readSecret(
   client: KubeClient,
   namespace: string,
   name: string,
+  signal?: AbortSignal,
 ): Promise<V1Secret | undefined> {
-  return readOptional(client, secretPath(namespace, name));
+  return readOptional(client, secretPath(namespace, name), signal);
 }
 
 /** Collection paths for watches: cluster-wide, or one namespace. */

@@ -1,7 +1,9 @@
 /**
- * The operator process: health and metrics endpoints, leader election, and the controller that
- * runs while this replica leads. Stops when `signal` aborts (SIGTERM): no new work, in-flight
- * reconciles finish, the Lease is released, and the returned promise resolves with the exit code.
+ * The operator process: health and metrics endpoints, the admission webhook, and the runtime's
+ * manager (runtime/manager.ts) with the controllers' runnables: caches on every replica (warm
+ * standbys), reconcilers, probe scheduler and Event writer while this replica leads. Stops when
+ * `signal` aborts (SIGTERM): no new work, in-flight reconciles finish, the Lease is released, and
+ * the returned promise resolves with the exit code; a part that cannot start ends it with 1.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -20,6 +22,7 @@ import { Controller } from '../controller/controller.ts';
 import { CatalogController } from '../controller/catalogs/controller.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
+import { Manager } from '../runtime/manager.ts';
 import { CONTROLLER_NAMES, ControllerMetrics } from '../controller/metrics.ts';
 import { noProbes, probeWiring, type ProbeHooks } from '../controller/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
@@ -99,8 +102,8 @@ export async function runOperator(
     reportingInstance: identity.slice(0, 128),
     onWrite: () => metrics.apiWrites.inc({ resource: 'event' }),
   });
-  let controller: Controller | undefined;
-  let catalogs: CatalogController | undefined;
+  // Set once built; the probe wiring below is built first and reads it.
+  const built: { cards?: Controller } = {};
   const operatorNamespace = flags.operatorNamespace ?? contextNamespace(kc) ?? 'default';
   const probes: ProbeHooks = flags.probes
     ? probeWiring({
@@ -110,8 +113,8 @@ export async function runOperator(
         statusRefreshMs: flags.probeStatusRefreshMs,
         registry,
         log,
-        liveStatus: (key) => controller?.liveStatus(key),
-        requeue: (key) => controller?.requeue(key),
+        liveStatus: (key) => built.cards?.liveStatus(key),
+        requeue: (key) => built.cards?.requeue(key),
       })
     : noProbes();
   // The Pod admission webhook runs on every replica, leader or not (the API server calls any of
@@ -142,14 +145,73 @@ export async function runOperator(
           throw new Error(`starting the admission webhook failed: ${describeApiError(err)}`);
         });
 
-  let elector: LeaderElector | undefined;
+  const controller = new Controller({
+    client,
+    namespaces: flags.namespaces,
+    secretNames: flags.secretNames,
+    concurrency: flags.concurrency,
+    resyncMs: flags.resyncMs,
+    log,
+    metrics,
+    events,
+    probes,
+    gate: apiHealth,
+  });
+  // Built before any cache starts: it adds its handlers to the AgentCard controller's caches.
+  const catalogs = flags.catalogs
+    ? new CatalogController({
+        client,
+        log,
+        caches: controller.caches(),
+        clusterNamespace: flags.catalogNamespace ?? operatorNamespace,
+        clusterCatalogs: flags.clusterCatalogs,
+        resyncMs: flags.resyncMs,
+        gate: apiHealth,
+        onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
+        observer: metrics.runtime.controller(CONTROLLER_NAMES.catalogs),
+      })
+    : undefined;
+  built.cards = controller;
+
+  const elector = flags.leaderElect
+    ? new LeaderElector(
+        kubeLeaseStore(
+          client,
+          flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default',
+          flags.leaderElectionId,
+        ),
+        identity,
+        log,
+        {
+          ...DEFAULT_TIMING,
+          leaseDurationSeconds: flags.leaseDurationSeconds,
+          renewDeadlineMs: flags.renewDeadlineMs,
+          retryPeriodMs: flags.retryPeriodMs,
+        },
+      )
+    : undefined;
+  const manager = new Manager({
+    log,
+    election: elector,
+    shutdownBudgetMs: SHUTDOWN_BUDGET_MS,
+    onLeading: (leading) => metrics.leader.set(leading ? 1 : 0),
+  });
+  // Stopped in the reverse order: the reconcilers first, then the probe scheduler, then the
+  // Events they recorded are flushed.
+  manager.add(
+    // Lost leadership drops the Events still queued: another replica may lead already.
+    { name: 'events', mode: 'leader', start: async () => {}, stop: () => events.flush(3_000), cancel() {} },
+    { name: 'probe-scheduler', mode: 'leader', start: async () => {}, stop: () => probes.stop() },
+    ...controller.runnables(),
+    ...(catalogs?.runnables() ?? []),
+  );
+
   const health = await startHealthServer({
     host: flags.bindAddress,
     port: flags.metricsPort,
     registry,
     notReadyReason: () => {
-      if (elector && !elector.isLeader) return undefined; // a standby is ready to take over
-      if (!controller) return 'starting';
+      if (elector && !manager.isLeading) return undefined; // a standby is ready to take over
       const unsynced = [...controller.unsynced(), ...(catalogs?.unsynced() ?? [])];
       return unsynced.length ? `informers not synced: ${unsynced.join(', ')}` : undefined;
     },
@@ -162,105 +224,13 @@ export async function runOperator(
     leaderElect: flags.leaderElect,
     probes: flags.probes,
   });
-
-  /** The AgentCard controller and, sharing its caches, the catalog controller. */
-  const newControllers = () => {
-    const cards = newCardController();
-    catalogs = flags.catalogs
-      ? new CatalogController({
-          client,
-          log,
-          caches: cards.caches(),
-          clusterNamespace: flags.catalogNamespace ?? operatorNamespace,
-          clusterCatalogs: flags.clusterCatalogs,
-          resyncMs: flags.resyncMs,
-          gate: apiHealth,
-          onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
-          observer: metrics.runtime.controller(CONTROLLER_NAMES.catalogs),
-        })
-      : undefined;
-    return cards;
-  };
-  /** Starts both; the catalog controller adds its handlers before the shared caches start. */
-  const startControllers = (signal: AbortSignal) =>
-    Promise.all([controller!.start(signal), catalogs?.start(signal)]).then(() => undefined);
-
-  const newCardController = () =>
-    new Controller({
-      client,
-      namespaces: flags.namespaces,
-      secretNames: flags.secretNames,
-      concurrency: flags.concurrency,
-      resyncMs: flags.resyncMs,
-      log,
-      metrics,
-      events,
-      probes,
-      gate: apiHealth,
-    });
-
-  /** Stops the controller within the budget; true if everything in flight finished. */
-  const stopController = async (): Promise<boolean> => {
-    if (!controller) return true;
-    const c = controller;
-    const finished = await Promise.race([
-      Promise.all([catalogs?.stop(), c.stop()]).then(() => true),
-      new Promise<boolean>((r) => setTimeout(() => r(false), SHUTDOWN_BUDGET_MS).unref()),
-    ]);
-    await probes.stop();
-    await events.flush(3_000);
-    if (!finished) log.warn('reconciles still running at the end of the shutdown budget', {});
-    return finished;
-  };
-
-  let exitCode = 0;
-  if (flags.leaderElect) {
-    const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
-    elector = new LeaderElector(
-      kubeLeaseStore(client, leaseNamespace, flags.leaderElectionId),
+  if (elector)
+    log.info('campaigning for the leader lease', {
+      leaseNamespace: flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default',
+      lease: flags.leaderElectionId,
       identity,
-      log,
-      {
-        ...DEFAULT_TIMING,
-        leaseDurationSeconds: flags.leaseDurationSeconds,
-        renewDeadlineMs: flags.renewDeadlineMs,
-        retryPeriodMs: flags.retryPeriodMs,
-      },
-    );
-    log.info('campaigning for the leader lease', { leaseNamespace, lease: flags.leaderElectionId, identity });
-    if (await elector.acquire(opts.signal)) {
-      metrics.leader.set(1);
-      controller = newControllers();
-      const started = startControllers(opts.signal).catch((err: unknown) => {
-        if (!opts.signal.aborted) log.error('controller failed to start', { error: String(err) });
-      });
-      const { lost } = await elector.holdUntilLost(opts.signal);
-      metrics.leader.set(0);
-      if (lost) {
-        // Another replica may take over any moment: stop at once, without waiting for anything
-        // on the API server (the connection may be the thing that hangs), and exit; the restart
-        // campaigns again.
-        controller.abandon();
-        exitCode = 1;
-      } else {
-        await stopController();
-        await started;
-        await elector.release();
-      }
-    }
-  } else {
-    metrics.leader.set(1);
-    controller = newControllers();
-    await Promise.race([
-      startControllers(opts.signal).catch((err: unknown) => {
-        if (!opts.signal.aborted) log.error('controller failed to start', { error: String(err) });
-      }),
-      new Promise((r) => opts.signal.addEventListener('abort', r, { once: true })),
-    ]);
-    if (!opts.signal.aborted)
-      await new Promise((r) => opts.signal.addEventListener('abort', r, { once: true }));
-    await stopController();
-  }
+    });
+  const exitCode = await manager.run(opts.signal);
   recovery.stop();
   await webhook?.close();
   await health.close();

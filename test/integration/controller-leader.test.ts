@@ -3,7 +3,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderElector } from '../../operator/kube/leader.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
@@ -12,6 +12,7 @@ import { createLogger } from '../../operator/log.ts';
 import {
   createTestNamespace,
   kubeConfig,
+  saveKubeConfig,
   serviceAccountKubeConfig,
   type TestNamespace,
 } from '../support/cluster.ts';
@@ -267,5 +268,68 @@ describe('a leader whose connection to the API server hangs', () => {
       'card hang-two Ready (reconciled by the new leader)',
       async () => condition(await api.getCard(ns.name, 'hang-two'), 'Ready')?.status === 'True',
     );
+  });
+});
+
+describe('a leader whose controllers cannot start', () => {
+  const procs: ChildOperator[] = [];
+  afterAll(async () => {
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  });
+
+  it('releases the Lease and exits 1, saying once why (here: RBAC denies listing Pods)', async () => {
+    // A ServiceAccount that may do everything the operator does in the namespace except list Pods.
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'no-pods' },
+        rules: [
+          { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+          { apiGroups: ['agentcard.dev'], resources: ['agentcards', 'agentcards/status'], verbs: ['*'] },
+          { apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['get', 'list', 'watch', 'patch'] },
+          { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'no-pods' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'no-pods' },
+        subjects: [{ kind: 'ServiceAccount', name: 'no-pods', namespace: ns.name }],
+      },
+    });
+    const kubeconfig = saveKubeConfig(await serviceAccountKubeConfig(ns.name, 'no-pods'));
+    const id = 'startup-failure';
+    const op = spawnOperator(
+      ns.name,
+      [
+        '--leader-elect',
+        '--leader-election-namespace',
+        ns.name,
+        '--leader-election-id',
+        id,
+        '--no-probes',
+        '--no-catalogs',
+      ],
+      { kubeconfig, env: { POD_NAME: 'denied' } },
+    );
+    procs.push(op);
+    const code = await Promise.race([
+      op.exited,
+      new Promise<'running'>((r) => setTimeout(() => r('running'), 30_000)),
+    ]);
+    expect(code).toBe(1);
+    const errors = op.lines.filter((l) => l.includes('"level":"error"'));
+    expect(errors).toHaveLength(1);
+    const reason = JSON.parse(errors[0]!) as { msg: string; runnable: string; error: string };
+    expect(reason.msg).toBe('the operator could not start; exiting');
+    expect(reason.runnable).toBe('agentcard-caches');
+    expect(reason.error).toMatch(/^cannot list pods in namespace .*: HTTP 403: pods is forbidden/);
+    // It never works without its caches and never keeps the Lease (released if it took it).
+    expect(op.lines.some((l) => l.includes('"msg":"caches synced; reconciling"'))).toBe(false);
+    const lease = await leases.readNamespacedLease({ namespace: ns.name, name: id }).catch(() => undefined);
+    expect(lease?.spec?.holderIdentity ?? '').toBe('');
   });
 });

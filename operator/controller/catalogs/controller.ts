@@ -32,10 +32,10 @@ import {
   configMapName,
   type CatalogKind,
 } from '../../api/names.ts';
-import { applyConfigMap, applyStatus, collectionPath, readOptional } from '../../kube/api.ts';
+import { collectionPath, readOptional } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { systemClock, type Clock } from '../../kube/clock.ts';
-import { describeApiError, isNotFound } from '../../kube/errors.ts';
+import { describeApiError } from '../../kube/errors.ts';
 import { ResilientInformer } from '../../kube/informer.ts';
 import type { Logger } from '../../log.ts';
 import type { CardView } from '../../catalog/entries.ts';
@@ -43,9 +43,12 @@ import type { Informers } from '../informers.ts';
 import { objectKey } from '../keys.ts';
 import type { AgentCardObject } from '../plan.ts';
 import { readReferencedSecrets } from '../read-secrets.ts';
-import { referencedSecretNames } from '../secret-index.ts';
+import { referencedSecretNames, SecretVersions } from '../secret-index.ts';
 import { WorkQueue, type QueueGate, type QueueObserver } from '../workqueue.ts';
-import { WriteOverlay } from '../write-overlay.ts';
+import { Writer } from '../../runtime/writes.ts';
+import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
+import type { Runnable } from '../../runtime/manager.ts';
+import { controllerRunnables, WorkSignal } from '../../runtime/reconciler.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
 import { ownedCatalogStatus, planCatalog, type CatalogObject } from './plan.ts';
 
@@ -70,8 +73,11 @@ export interface CatalogControllerOptions {
   resyncMs: number;
   /** Counts API writes (the operator's metrics). */
   onWrite?: (resource: string) => void;
-  /** The API server's health (kube/health.ts): on recovery, informers in backoff resume at once. */
-  gate?: Pick<QueueGate, 'onRecover'>;
+  /**
+   * The API server's health (kube/health.ts): holds the work queue during an outage, as the
+   * AgentCard controller's; on recovery, informers in backoff resume at once.
+   */
+  gate?: QueueGate;
   /** Time for the work queue and the rest between rebuilds (a manual clock in tests). */
   clock?: Clock;
   /** The work queue's metrics (workqueue_*, controller_runtime_reconcile_*). */
@@ -95,11 +101,12 @@ export class CatalogController {
   private clusterCatalogs?: ResilientInformer<CatalogObject & KubernetesObject>;
   private namespaces?: ResilientInformer<V1Namespace>;
   private readonly cardPrints = new Map<string, string>();
-  private readonly catalogOverlay = new WriteOverlay<CatalogObject & KubernetesObject>();
-  private readonly configMapOverlay = new WriteOverlay<V1ConfigMap>();
-  /** ConfigMaps being applied now (their watch event may beat the response). */
-  private readonly applying = new Map<string, Record<string, string>>();
+  /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
+  private readonly writer: Writer<CatalogObject & KubernetesObject>;
+  private readonly secretVersions = new SecretVersions();
   private started = false;
+  /** Aborts the reconciles in flight when the loop is cancelled. */
+  private readonly work = new WorkSignal();
   /** Each catalog's last reconcile: how long it took (ms) and when it ended. */
   private readonly lastBuild = new Map<string, { ms: number; endedAt: number }>();
 
@@ -108,11 +115,14 @@ export class CatalogController {
     this.log = opts.log.child({ controller: 'catalogs' });
     this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
     this.clock = opts.clock ?? systemClock;
-    this.queue = new WorkQueue((key) => this.reconcile(key), {
+    this.writer = new Writer({ client: opts.client, onWrite: (resource) => opts.onWrite?.(resource) });
+    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
       concurrency: opts.concurrency ?? 2,
+      gate: opts.gate,
       clock: this.clock,
       observer: opts.observer,
       onError: (key, err, retryInMs) =>
+        !this.queue.shuttingDown && // cancelled: nothing is retried
         this.log.warn('catalog reconcile failed; retrying', {
           catalog: key,
           error: describeApiError(err),
@@ -160,7 +170,7 @@ export class CatalogController {
       this.namespaces.addEventHandler({
         add: () => this.enqueueCluster(),
         update: (old, now) => {
-          if (!sameData(old.metadata?.labels ?? {}, now.metadata?.labels ?? {})) this.enqueueCluster();
+          if (!sameLabels(old.metadata?.labels ?? {}, now.metadata?.labels ?? {})) this.enqueueCluster();
         },
         delete: () => this.enqueueCluster(),
       });
@@ -177,9 +187,17 @@ export class CatalogController {
       scope.configMaps.on('add', (cm) => this.onConfigMap(cm, false));
       scope.configMaps.on('update', (cm) => this.onConfigMap(cm, false));
       scope.configMaps.on('delete', (cm) => this.onConfigMap(cm, true));
+      // Labelled Secrets (data cached) and every Secret's metadata: a signing key created, rotated
+      // or deleted, labelled or not, rebuilds the catalogs that use it (once per version).
       for (const secrets of scope.secrets) {
-        secrets.on('update', (s) => this.onSecret(s));
-        secrets.on('add', (s) => this.onSecret(s));
+        secrets.on('add', (s) => this.onSecret('data', s, false));
+        secrets.on('update', (s) => this.onSecret('data', s, false));
+        secrets.on('delete', (s) => this.onSecret('data', s, true));
+      }
+      for (const metadata of scope.secretMetadata) {
+        metadata.on('add', (s) => this.onSecret('metadata', s, false));
+        metadata.on('update', (s) => this.onSecret('metadata', s, false));
+        metadata.on('delete', (s) => this.onSecret('metadata', s, true));
       }
     }
   }
@@ -214,11 +232,24 @@ export class CatalogController {
   }
 
   /**
-   * Starts its own watches; reconciles once they and the shared caches are loaded. When the
-   * catalog CRDs are not installed (an upgrade that skipped `crds/`), catalogs stay off with one
-   * warning instead of holding readiness back for every AgentCard.
+   * The controller's runnables (runtime/manager.ts): its own watches on every replica, reconciles
+   * on the leader. When the catalog CRDs are not installed (an upgrade that skipped `crds/`),
+   * catalogs stay off with one warning instead of holding readiness back for every AgentCard.
    */
-  async start(signal: AbortSignal): Promise<void> {
+  runnables(): Runnable[] {
+    return controllerRunnables({
+      name: 'catalog',
+      startCaches: (signal) => this.startCaches(signal),
+      stopCaches: async () => {
+        await Promise.all(this.own().map((i) => i.stop()));
+      },
+      startReconciling: (signal) => this.startReconciling(signal),
+      stopReconciling: () => this.queue.shutdown(),
+      cancel: () => this.work.cancel(),
+    });
+  }
+
+  private async startCaches(signal: AbortSignal): Promise<void> {
     const served = await this.servedPlurals();
     if (!served.has(CATALOG_PLURAL)) {
       this.log.warn(
@@ -235,20 +266,30 @@ export class CatalogController {
       this.clusterCatalogs = undefined;
       this.namespaces = undefined;
     }
+    const api = `/apis/${GROUP}/${VERSION}`;
+    const sources: ListSource[] = [...this.catalogs.keys()].map((ns) => ({
+      what: `agentcatalogs in ${ns ? `namespace ${ns}` : 'every namespace'}`,
+      path: collectionPath(api, CATALOG_PLURAL, ns || undefined),
+    }));
+    if (this.clusterCatalogs)
+      sources.push(
+        { what: 'clusteragentcatalogs', path: `${api}/${CLUSTER_CATALOG_PLURAL}` },
+        { what: 'namespaces', path: '/api/v1/namespaces' },
+      );
+    await checkListAccess(this.opts.client, sources, { signal, log: this.log, clock: this.clock });
     await Promise.all(this.own().map((i) => i.start()));
+  }
+
+  /** Once its watches and the shared caches are loaded: queues every catalog, starts the resync. */
+  private async startReconciling(signal: AbortSignal): Promise<void> {
     const shared = [...this.opts.caches.values()].flatMap((s) => [s.cards, s.configMaps, ...s.secrets]);
-    await Promise.all([...this.own(), ...shared].map((i) => i.waitForSync(signal)));
+    await waitForCaches([...this.own(), ...shared], signal);
     if (this.queue.shuttingDown) return;
     this.started = true;
     const keys = this.catalogKeys();
     this.log.info('caches synced; reconciling catalogs', { catalogs: keys.length });
     for (const key of keys) this.queue.add(key);
     this.queue.startResync(this.opts.resyncMs, () => this.catalogKeys());
-  }
-
-  async stop(): Promise<void> {
-    await this.queue.shutdown();
-    await Promise.all(this.own().map((i) => i.stop()));
   }
 
   private catalogKeys(): string[] {
@@ -280,7 +321,7 @@ export class CatalogController {
       delete: (c) => {
         const key = keyOf(ref(c));
         this.lastBuild.delete(key);
-        this.catalogOverlay.forget(key);
+        this.writer.forgetOwner(key);
         this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
       },
     });
@@ -337,10 +378,8 @@ export class CatalogController {
       (r) => r.controller && (r.kind === CATALOG_KIND || r.kind === CLUSTER_CATALOG_KIND),
     );
     if (!owner || !labels[CATALOG_LABEL]) return;
-    const cmKey = objectKey(namespace, cm.metadata?.name ?? '');
-    if (deleted) this.configMapOverlay.forget(cmKey);
-    else if (this.configMapOverlay.isOwnEcho(cmKey, cm.metadata?.resourceVersion)) return;
-    else if (sameData(cm.data, this.applying.get(cmKey))) return;
+    if (deleted) this.writer.forgetConfigMap(namespace, cm.metadata?.name ?? '');
+    else if (this.writer.isConfigMapEcho(cm)) return; // the echo of our own apply
     const kind = owner.kind as CatalogKind;
     this.enqueue(
       keyOf({ kind, namespace: kind === CATALOG_KIND ? namespace : '', name: owner.name }),
@@ -362,9 +401,11 @@ export class CatalogController {
         );
   }
 
-  private onSecret(secret: V1Secret): void {
+  private onSecret(source: 'data' | 'metadata', secret: V1Secret | KubernetesObject, deleted: boolean): void {
     const namespace = secret.metadata?.namespace ?? '';
     const name = secret.metadata?.name ?? '';
+    const version = secret.metadata?.resourceVersion ?? '';
+    if (!this.secretVersions.changed(source, objectKey(namespace, name), version, deleted)) return;
     const uses = (c: CatalogObject) => referencedSecretNames(c.spec).includes(name);
     const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
     for (const c of scope?.list(namespace) ?? [])
@@ -389,12 +430,12 @@ export class CatalogController {
       ref.kind === CATALOG_KIND
         ? (this.catalogs.get(ref.namespace) ?? this.catalogs.get(''))?.get(ref.name, ref.namespace)
         : this.clusterCatalogs?.get(ref.name);
-    return this.catalogOverlay.read(keyOf(ref), cached);
+    return this.writer.readOwner(keyOf(ref), cached);
   }
 
   private liveConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
     const cached = this.scope(namespace)?.configMaps.get(name, namespace);
-    return this.configMapOverlay.read(objectKey(namespace, name), cached);
+    return this.writer.readConfigMap(namespace, name, cached);
   }
 
   private cardsInReach(ref: CatalogRef, audience: string | undefined, inline: boolean): CardView[] {
@@ -432,6 +473,7 @@ export class CatalogController {
     name: string,
     namespace: string,
     uid: string,
+    signal: AbortSignal,
   ): Promise<V1ConfigMap[]> {
     const label = catalogLabelValue(kind, name);
     const owned = (cm: V1ConfigMap) =>
@@ -446,23 +488,24 @@ export class CatalogController {
     const list = await readOptional<{ items: V1ConfigMap[] }>(
       this.opts.client,
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps?labelSelector=${encodeURIComponent(`${CATALOG_LABEL}=${label}`)}`,
+      signal,
     );
     return (list?.items ?? []).filter(owned);
   }
 
   // ---- the reconcile -------------------------------------------------------------------------
 
-  async reconcile(key: string): Promise<void> {
+  async reconcile(key: string, signal: AbortSignal): Promise<void> {
     const started = this.clock.now();
     try {
-      await this.reconcileCatalog(key);
+      await this.reconcileCatalog(key, signal);
     } finally {
       const endedAt = this.clock.now();
       this.lastBuild.set(key, { ms: endedAt - started, endedAt });
     }
   }
 
-  private async reconcileCatalog(key: string): Promise<void> {
+  private async reconcileCatalog(key: string, signal: AbortSignal): Promise<void> {
     const ref = parseKey(key);
     const catalog = this.currentCatalog(ref);
     if (!catalog || catalog.metadata.deletionTimestamp) return;
@@ -474,9 +517,10 @@ export class CatalogController {
       this.scope(publishNamespace),
       publishNamespace,
       catalog.spec,
+      signal,
     );
     const published = new Map(
-      (await this.published(ref.kind, ref.name, publishNamespace, catalog.metadata.uid)).map((cm) => [
+      (await this.published(ref.kind, ref.name, publishNamespace, catalog.metadata.uid, signal)).map((cm) => [
         cm.metadata!.name!,
         cm,
       ]),
@@ -499,61 +543,54 @@ export class CatalogController {
       now: new Date(),
     };
     let plan = await planCatalog(input);
+    const written = plan.configMaps.length;
     let publishError: unknown;
-    for (const cm of plan.configMaps) {
-      const cmKey = objectKey(publishNamespace, cm.metadata.name);
-      const before = this.scope(publishNamespace)?.configMaps.get(cm.metadata.name, publishNamespace)
-        ?.metadata?.resourceVersion;
-      this.applying.set(cmKey, cm.data);
-      try {
-        this.opts.onWrite?.('configmap');
-        const stored = await applyConfigMap(this.opts.client, cm);
-        delete stored.metadata?.managedFields;
-        this.configMapOverlay.remember(cmKey, before, stored);
-      } catch (err) {
-        publishError = err;
-        this.log.warn('publishing a catalog ConfigMap failed', {
-          catalog: key,
-          configMap: cm.metadata.name,
-          error: describeApiError(err),
-        });
-        plan = await planCatalog({ ...input, publishError: describeApiError(err) });
-        break;
-      } finally {
-        this.applying.delete(cmKey);
-      }
+    const outcome = await this.writer.publish(
+      plan.configMaps,
+      (ns, n) => this.scope(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+      signal,
+    );
+    if (!outcome.ok) {
+      // Reported, and retried with backoff unless the API server refused the object itself (422).
+      if (!outcome.rejected) publishError = outcome.error;
+      this.log.warn('publishing a catalog ConfigMap failed', {
+        catalog: key,
+        configMap: outcome.name,
+        error: outcome.message,
+        retrying: !outcome.rejected,
+      });
+      plan = await planCatalog({
+        ...input,
+        publishError: outcome.message,
+        publishRejected: outcome.rejected,
+      });
     }
     if (plan.statusChanged) {
-      try {
-        this.opts.onWrite?.('status');
-        const plural = ref.kind === CATALOG_KIND ? CATALOG_PLURAL : CLUSTER_CATALOG_PLURAL;
-        const namespace = ref.kind === CATALOG_KIND ? ref.namespace : undefined;
-        const body = {
-          apiVersion: API_VERSION,
-          kind: ref.kind,
-          metadata: { name: ref.name, ...(namespace !== undefined ? { namespace } : {}) },
-          status: ownedCatalogStatus(plan.status),
-        };
-        const stored = (await applyStatus(
-          this.opts.client,
-          { group: GROUP, version: VERSION, plural },
-          namespace,
-          ref.name,
-          body,
-        )) as CatalogObject & KubernetesObject;
-        delete stored.metadata?.managedFields;
-        this.catalogOverlay.remember(key, catalog.metadata.resourceVersion, stored);
-      } catch (err) {
-        if (isNotFound(err)) return;
-        throw err;
-      }
+      const plural = ref.kind === CATALOG_KIND ? CATALOG_PLURAL : CLUSTER_CATALOG_PLURAL;
+      const namespace = ref.kind === CATALOG_KIND ? ref.namespace : undefined;
+      const body = {
+        apiVersion: API_VERSION,
+        kind: ref.kind,
+        metadata: { name: ref.name, ...(namespace !== undefined ? { namespace } : {}) },
+        status: ownedCatalogStatus(plan.status),
+      };
+      const stored = await this.writer.writeStatus(
+        key,
+        { group: GROUP, version: VERSION, plural },
+        namespace,
+        ref.name,
+        body,
+        catalog.metadata.resourceVersion,
+        signal,
+      );
+      if (!stored) return; // deleted meanwhile
     }
     if (plan.configMaps.length > 0 || plan.statusChanged) {
       this.log.info('catalog reconciled', {
         catalog: key,
         ready: plan.ready,
         entries: plan.status.entries,
-        wroteConfigMaps: publishError ? 0 : plan.configMaps.length,
+        wroteConfigMaps: outcome.ok ? written : 0,
         wroteStatus: plan.statusChanged,
         digest: plan.status.digest,
       });
@@ -562,9 +599,7 @@ export class CatalogController {
   }
 }
 
-function sameData(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
-  if (!a || !b) return false;
-  const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  return ka.every((k) => a[k] === b[k]);
+function sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }

@@ -79,6 +79,11 @@ export interface CatalogPlanInput {
   liveNames: readonly string[];
   now: Date;
   publishError?: string;
+  /**
+   * With publishError: the API server refused a ConfigMap itself (422 Invalid), which retrying
+   * cannot change; reported as PublishRejected and not retried until the catalog or its cards change.
+   */
+  publishRejected?: boolean;
 }
 
 export interface CatalogPlan {
@@ -277,22 +282,10 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
     // What readers still get while the keys cannot be used: the truth depends on whether a
     // catalog was ever published.
     const served = input.liveConfigMap(catalogConfigMapName(input.kind, input.catalog.metadata.name))
-      ? 'the last published catalog stays published'
+      ? 'the last good catalog stays published'
       : 'nothing is published yet';
-    const signing = await loadSigningKeys(spec, input.publishNamespace, input.secrets, served);
-    next.push(
-      at(
-        'Signed',
-        signing.condition.reason === 'SigningNotConfigured'
-          ? { ...signing.condition, message: 'spec.signing is not set: the catalog is published unsigned' }
-          : signing.keys
-            ? { ...signing.condition, message: `catalog ${signing.condition.message}` }
-            : {
-                ...signing.condition,
-                message: signing.condition.message.replace('the last good card', 'the last good catalog'),
-              },
-      ),
-    );
+    const signing = await loadSigningKeys(spec, input.publishNamespace, input.secrets, served, 'catalog');
+    next.push(at('Signed', signing.condition));
     if (!signing.keys) {
       next.push(
         keep(
@@ -341,11 +334,20 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         );
       } else if (input.publishError) {
         next.push(
-          at('Published', {
-            status: 'False',
-            reason: 'PublishFailed',
-            message: `writing the catalog ConfigMaps in ${input.publishNamespace} failed: ${input.publishError}; retrying with backoff`,
-          }),
+          at(
+            'Published',
+            input.publishRejected
+              ? {
+                  status: 'False',
+                  reason: 'PublishRejected',
+                  message: `the API server refused the catalog ConfigMaps in ${input.publishNamespace}: ${input.publishError}; not retried until the catalog or its cards change; ${served}`,
+                }
+              : {
+                  status: 'False',
+                  reason: 'PublishFailed',
+                  message: `writing the catalog ConfigMaps in ${input.publishNamespace} failed: ${input.publishError}; retrying with backoff; ${served}`,
+                },
+          ),
         );
       } else {
         const key = signing.keys[0];

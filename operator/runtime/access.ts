@@ -1,0 +1,73 @@
+/**
+ * Before its caches start, a controller checks that it may list what they watch: one LIST of at
+ * most one object's metadata per collection. An informer that is refused keeps retrying with
+ * backoff and its cache never syncs, so a missing RBAC rule or CRD would leave the operator
+ * running and never reconciling, with a warning every 30 s; answered here, it ends the process
+ * with one line that names the collection and the API server's reason (manager.ts).
+ *
+ * Only answers that a restart with the same settings would get again end it (401, 403, 404); an
+ * outage (kube/health.ts) or anything else is retried with backoff until it passes or `signal`
+ * aborts.
+ */
+import { Backoff } from '../kube/backoff.ts';
+import { METADATA_ONLY, type KubeClient } from '../kube/client.ts';
+import { systemClock, type Clock } from '../kube/clock.ts';
+import { apiStatusCode, describeApiError } from '../kube/errors.ts';
+import type { Logger } from '../log.ts';
+import { StartupError } from './manager.ts';
+
+/** A collection a cache will list and watch. */
+export interface ListSource {
+  /** For the message: "pods in namespace shop", "agentcards in every namespace". */
+  what: string;
+  path: string;
+  labelSelector?: string;
+}
+
+const FINAL = new Set([401, 403, 404]);
+
+export async function checkListAccess(
+  client: KubeClient,
+  sources: readonly ListSource[],
+  opts: { signal: AbortSignal; log: Logger; clock?: Clock },
+): Promise<void> {
+  const clock = opts.clock ?? systemClock;
+  await Promise.all(
+    sources.map(async (source) => {
+      const backoff = new Backoff({ baseMs: 1_000, maxMs: 30_000 });
+      for (;;) {
+        try {
+          await client.request('GET', source.path, {
+            query: { labelSelector: source.labelSelector, limit: 1 },
+            accept: METADATA_ONLY.list,
+            signal: opts.signal,
+          });
+          return;
+        } catch (err) {
+          if (opts.signal.aborted) throw err;
+          const status = apiStatusCode(err);
+          if (status !== undefined && FINAL.has(status)) {
+            const hint = status === 404 ? ' (is its CRD installed?)' : '';
+            throw new StartupError(`cannot list ${source.what}${hint}: ${describeApiError(err)}`);
+          }
+          const delay = backoff.next();
+          opts.log.warn('cannot list yet; retrying', {
+            what: source.what,
+            error: describeApiError(err),
+            retryInMs: delay,
+          });
+          await clock.sleep(delay, opts.signal);
+          if (opts.signal.aborted) throw err;
+        }
+      }
+    }),
+  );
+}
+
+/** Resolves once every cache has loaded its first list; rejects when `signal` aborts first. */
+export async function waitForCaches(
+  caches: ReadonlyArray<{ waitForSync(signal?: AbortSignal): Promise<void> }>,
+  signal: AbortSignal,
+): Promise<void> {
+  await Promise.all(caches.map((c) => c.waitForSync(signal)));
+}
