@@ -16,6 +16,7 @@ import { Gauge } from 'prom-client';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
+import { resolveDeploymentOwner } from '../kube/owner.ts';
 import { Controller } from '../controller/controller.ts';
 import { CatalogController } from '../controller/catalogs/controller.ts';
 import { startHealthServer } from './health-server.ts';
@@ -63,6 +64,11 @@ export interface OperatorConfig {
     trustForwardedHost?: boolean;
   };
   operatorNamespace?: string;
+  /**
+   * The Deployment (in the operator's namespace) that owns the webhook Secret and the Lease, so
+   * deleting it (`helm uninstall`) deletes them (kube/owner.ts); none: they have no owner.
+   */
+  ownerDeployment?: string;
 }
 
 /** How long SIGTERM waits for in-flight reconciles before exiting anyway (under the 30 s default grace). */
@@ -112,6 +118,9 @@ export async function runOperator(
         requeue: (key) => controller?.requeue(key),
       })
     : noProbes();
+  const owner = flags.ownerDeployment
+    ? await resolveDeploymentOwner(client, operatorNamespace, flags.ownerDeployment, log)
+    : undefined;
   // The Pod admission webhook runs on every replica, leader or not (the API server calls any of
   // them through the Service). Started first: a bad webhook setting stops the process at once.
   const webhook =
@@ -127,6 +136,7 @@ export async function runOperator(
           serviceName: flags.webhook.service,
           webhookConfigName: flags.webhook.config,
           operatorNamespace,
+          owner,
           sidecarImage: flags.webhook.sidecarImage,
           sidecarMode: flags.webhook.sidecarMode,
           sidecarServer: flags.webhook.sidecarServer,
@@ -213,7 +223,13 @@ export async function runOperator(
   if (flags.leaderElect) {
     const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
     elector = new LeaderElector(
-      kubeLeaseStore(client, leaseNamespace, flags.leaderElectionId),
+      // An ownerReference only reaches objects of the owner's namespace.
+      kubeLeaseStore(
+        client,
+        leaseNamespace,
+        flags.leaderElectionId,
+        leaseNamespace === operatorNamespace ? owner : undefined,
+      ),
       identity,
       log,
       {
