@@ -215,8 +215,8 @@ export class CatalogController {
 
   /**
    * Starts its own watches; reconciles once they and the shared caches are loaded. When the
-   * catalog CRDs are not installed (an upgrade that skipped `crds/`), catalogs stay off with one
-   * warning instead of holding readiness back for every AgentCard.
+   * catalog CRDs are not installed (chart value crds.enabled=false and not applied by hand),
+   * catalogs stay off with one warning instead of holding readiness back for every AgentCard.
    */
   async start(signal: AbortSignal): Promise<void> {
     const served = await this.servedPlurals();
