@@ -1,5 +1,5 @@
 /** The leader election Lease on the API server (coordination.k8s.io/v1), as a LeaseStore. */
-import type { V1Lease } from '@kubernetes/client-node';
+import type { V1Lease, V1OwnerReference } from '@kubernetes/client-node';
 import type { LeaseRecord, LeaseStore } from './leader.ts';
 import { createLease, readLease, replaceLease } from './api.ts';
 import type { KubeClient } from './client.ts';
@@ -21,17 +21,36 @@ function toRecord(lease: V1Lease): LeaseRecord {
   };
 }
 
-function toLease(namespace: string, name: string, record: LeaseRecord, resourceVersion?: string): V1Lease {
+function toLease(
+  namespace: string,
+  name: string,
+  record: LeaseRecord,
+  owner: V1OwnerReference | undefined,
+  resourceVersion?: string,
+): V1Lease {
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
-    metadata: { name, namespace, ...(resourceVersion ? { resourceVersion } : {}) },
+    metadata: {
+      name,
+      namespace,
+      // Every write names the owner (kube/owner.ts), so a Lease an older operator created gets it
+      // at its next renewal.
+      ...(owner ? { ownerReferences: [owner] } : {}),
+      ...(resourceVersion ? { resourceVersion } : {}),
+    },
     // MicroTime fields travel as RFC 3339 text with microseconds.
     spec: record as unknown as V1Lease['spec'],
   };
 }
 
-export function kubeLeaseStore(client: KubeClient, namespace: string, name: string): LeaseStore {
+/** `owner`: the Deployment that owns the Lease, so an uninstall deletes it (kube/owner.ts). */
+export function kubeLeaseStore(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  owner?: V1OwnerReference,
+): LeaseStore {
   return {
     async read(signal) {
       const lease = await readLease(client, namespace, name, signal);
@@ -39,7 +58,7 @@ export function kubeLeaseStore(client: KubeClient, namespace: string, name: stri
       return { record: toRecord(lease), resourceVersion: lease.metadata?.resourceVersion ?? '' };
     },
     async create(record, signal) {
-      const lease = await createLease(client, namespace, toLease(namespace, name, record), signal);
+      const lease = await createLease(client, namespace, toLease(namespace, name, record, owner), signal);
       return { resourceVersion: lease.metadata?.resourceVersion ?? '' };
     },
     async write(record, resourceVersion, signal) {
@@ -47,7 +66,7 @@ export function kubeLeaseStore(client: KubeClient, namespace: string, name: stri
         client,
         namespace,
         name,
-        toLease(namespace, name, record, resourceVersion),
+        toLease(namespace, name, record, owner, resourceVersion),
         signal,
       );
       return { resourceVersion: lease.metadata?.resourceVersion ?? '' };

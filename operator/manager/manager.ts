@@ -18,6 +18,7 @@ import { Gauge } from 'prom-client';
 import { contextNamespace, loadKubeConfig } from '../kube/config.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
+import { resolveDeploymentOwner } from '../kube/owner.ts';
 import { Controller } from '../controller/controller.ts';
 import { CatalogController } from '../controller/catalogs/controller.ts';
 import { startHealthServer } from './health-server.ts';
@@ -68,6 +69,11 @@ export interface OperatorConfig {
     trustForwardedHost?: boolean;
   };
   operatorNamespace?: string;
+  /**
+   * The Deployment (in the operator's namespace) that owns the webhook Secret and the Lease, so
+   * deleting it (`helm uninstall`) deletes them (kube/owner.ts); none: they have no owner.
+   */
+  ownerDeployment?: string;
 }
 
 /** How long SIGTERM waits for in-flight reconciles before exiting anyway (under the 30 s default grace). */
@@ -117,6 +123,9 @@ export async function runOperator(
         requeue: (key) => built.cards?.requeue(key),
       })
     : noProbes();
+  const owner = flags.ownerDeployment
+    ? await resolveDeploymentOwner(client, operatorNamespace, flags.ownerDeployment, log)
+    : undefined;
   // The Pod admission webhook runs on every replica, leader or not (the API server calls any of
   // them through the Service). Started first: a bad webhook setting stops the process at once.
   const webhook =
@@ -132,6 +141,7 @@ export async function runOperator(
           serviceName: flags.webhook.service,
           webhookConfigName: flags.webhook.config,
           operatorNamespace,
+          owner,
           sidecarImage: flags.webhook.sidecarImage,
           sidecarMode: flags.webhook.sidecarMode,
           sidecarServer: flags.webhook.sidecarServer,
@@ -173,12 +183,15 @@ export async function runOperator(
     : undefined;
   built.cards = controller;
 
+  const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
   const elector = flags.leaderElect
     ? new LeaderElector(
+        // An ownerReference only reaches objects of the owner's namespace.
         kubeLeaseStore(
           client,
-          flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default',
+          leaseNamespace,
           flags.leaderElectionId,
+          leaseNamespace === operatorNamespace ? owner : undefined,
         ),
         identity,
         log,
@@ -226,7 +239,7 @@ export async function runOperator(
   });
   if (elector)
     log.info('campaigning for the leader lease', {
-      leaseNamespace: flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default',
+      leaseNamespace,
       lease: flags.leaderElectionId,
       identity,
     });

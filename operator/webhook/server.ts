@@ -8,6 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
 import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
@@ -59,6 +60,8 @@ export interface WebhookOptions {
   /** The MutatingWebhookConfiguration whose caBundle is kept current (self-signed mode). */
   webhookConfigName?: string | undefined;
   operatorNamespace: string;
+  /** self-signed mode: the Deployment that owns the Secret, so an uninstall deletes it (kube/owner.ts). */
+  owner?: V1OwnerReference | undefined;
   /** Required: the image of the injected sidecar. */
   sidecarImage: string | undefined;
   sidecarMode: SidecarMode;
@@ -142,6 +145,7 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
       webhookConfigName,
       hosts: [...serviceHosts(serviceName, opts.operatorNamespace), ...(opts.extraHosts ?? [])],
       logger: log,
+      owner: opts.owner,
       ...(opts.certSyncMs ? { syncMs: opts.certSyncMs } : {}),
     });
   }

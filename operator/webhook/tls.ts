@@ -13,10 +13,11 @@ import type { FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
-import type { V1MutatingWebhookConfiguration, V1Secret } from '@kubernetes/client-node';
+import type { V1MutatingWebhookConfiguration, V1OwnerReference, V1Secret } from '@kubernetes/client-node';
 import { readOptional, readSecret, secretPath } from '../kube/api.ts';
 import { CONTENT_TYPE, type KubeClient } from '../kube/client.ts';
 import { isConflict } from '../kube/errors.ts';
+import { hasOwner, withOwner } from '../kube/owner.ts';
 import type { Logger } from '../log.ts';
 import { SECRET_KEYS, renewBundle } from './certs.ts';
 import type { CertBundle } from './certs.ts';
@@ -56,16 +57,26 @@ function toSecretData(bundle: CertBundle): Record<string, string> {
 
 /**
  * Reads the Secret, renews what is due, writes it back (optimistic concurrency: on a conflict
- * another replica won, and its bundle is read and used) and returns the bundle in force.
+ * another replica won, and its bundle is read and used) and returns the bundle in force. With an
+ * `owner` (kube/owner.ts), a Secret that does not name it yet is rewritten with it, unchanged
+ * otherwise, so `helm uninstall` deletes it also when an older operator created it.
  */
 export async function syncCertSecret(
   client: KubeClient,
-  opts: { namespace: string; secretName: string; hosts: string[]; now?: Date },
+  opts: {
+    namespace: string;
+    secretName: string;
+    hosts: string[];
+    now?: Date;
+    owner?: V1OwnerReference | undefined;
+  },
 ): Promise<{ bundle: CertBundle; renewed: boolean }> {
   for (let attempt = 0; ; attempt++) {
     const secret = await readSecret(client, opts.namespace, opts.secretName);
     const { bundle, changed } = await renewBundle(fromSecret(secret), opts.hosts, opts.now ?? new Date());
-    if (!changed) return { bundle, renewed: false };
+    const adopt = secret !== undefined && !hasOwner(secret.metadata, opts.owner);
+    if (!changed && !adopt) return { bundle, renewed: false };
+    const ownerReferences = withOwner(secret?.metadata?.ownerReferences, opts.owner);
     const body: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -77,6 +88,7 @@ export async function syncCertSecret(
           'app.kubernetes.io/managed-by': 'agentcard-operator',
           'app.kubernetes.io/component': 'webhook',
         },
+        ...(ownerReferences ? { ownerReferences } : {}),
         ...(secret?.metadata?.resourceVersion ? { resourceVersion: secret.metadata.resourceVersion } : {}),
       },
       data: toSecretData(bundle),
@@ -84,7 +96,7 @@ export async function syncCertSecret(
     try {
       if (secret) await client.request('PUT', secretPath(opts.namespace, opts.secretName), { body });
       else await client.request('POST', secretPath(opts.namespace), { body });
-      return { bundle, renewed: true };
+      return { bundle, renewed: changed };
     } catch (err) {
       // 409: another replica wrote first (create or replace); its bundle is read next round.
       if (!isConflict(err) || attempt >= 3) throw err;
@@ -124,6 +136,8 @@ export async function selfSignedCertSource(opts: {
   webhookConfigName: string;
   hosts: string[];
   logger: Logger;
+  /** The Deployment that owns the Secret (kube/owner.ts); none: the Secret has no owner. */
+  owner?: V1OwnerReference | undefined;
   /** How often the Secret and the caBundle are re-checked (default 10 minutes). */
   syncMs?: number;
 }): Promise<CertSource> {

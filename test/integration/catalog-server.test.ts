@@ -67,6 +67,9 @@ beforeAll(async () => {
     chartDir,
     '--namespace',
     ns.name,
+    // The CRDs were applied above (shared by every test file; not owned by this release).
+    '--set',
+    'crds.enabled=false',
     '--set',
     'catalogServer.enabled=true',
     '--set',

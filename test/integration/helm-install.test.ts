@@ -2,8 +2,10 @@
  * `helm install` of the chart into the real control plane: the objects the chart renders are
  * accepted by the API server (schemas, RBAC, admission), the operator Pods pass the
  * `restricted` Pod Security Standard (the ReplicaSet controller creates them in a namespace
- * that enforces it), `helm upgrade` leaves the operator-managed caBundle alone, and
- * `helm uninstall` keeps the CRD (and with it every AgentCard).
+ * that enforces it), and `helm upgrade` leaves the operator-managed caBundle alone. The CRDs are
+ * applied beforehand and the release installed with crds.enabled=false, since every test file on
+ * the control plane shares them; helm-crds.test.ts covers the chart's own CRD lifecycle, and
+ * helm-uninstall.test.ts what an uninstall removes.
  */
 import {
   AdmissionregistrationV1Api,
@@ -27,6 +29,7 @@ import { runTool } from '../support/tools.ts';
 import { join } from 'node:path';
 import { chartDir } from '../unit/helm/chart.ts';
 import { repoRoot } from '../support/paths.ts';
+import { installCatalogCrds } from '../support/operator.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -64,12 +67,15 @@ beforeAll(async () => {
     },
     setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
   );
+  await installCatalogCrds(kc);
   const result = await helm([
     'install',
     release,
     chartDir,
     '--namespace',
     ns.name,
+    '--set',
+    'crds.enabled=false',
     // The nesting policy checks only this namespace: other test files store deep AgentCards on
     // purpose (the controller's own check) on the same control plane.
     '--set-json',
@@ -89,11 +95,6 @@ describe('helm install into the control plane', () => {
     const status = await helm(['status', release, '--namespace', ns.name, '-o', 'json']);
     expect(status.code).toBe(0);
     expect((JSON.parse(status.stdout) as { info: { status: string } }).info.status).toBe('deployed');
-  });
-
-  it('installs the CRD from crds/', async () => {
-    const crd = await crds.readCustomResourceDefinition({ name: 'agentcards.agentcard.dev' });
-    expect(crd.spec.names.kind).toBe('AgentCard');
   });
 
   it('creates operator Pods that pass the restricted Pod Security Standard', async () => {
@@ -255,7 +256,7 @@ describe('helm install into the control plane', () => {
     expect(mwc.webhooks?.[0]?.clientConfig.caBundle).toBe(caBundle);
   });
 
-  it('helm uninstall keeps the CRD', async () => {
+  it('helm uninstall with crds.enabled=false leaves the CRDs alone', async () => {
     const result = await helm(['uninstall', release, '--namespace', ns.name, '--wait']);
     expect(result.code).toBe(0);
     release = '';

@@ -43,6 +43,7 @@ import {
 } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
+import { installCatalogCrds } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { startDemoAgent, type DemoAgent } from '../../operator/demo/echo-agent.ts';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
@@ -85,7 +86,11 @@ export async function setUp(opts: { namespaced?: boolean } = {}): Promise<{ rele
   appNs = await createTestNamespace('rbac-app');
   release = `rb-${opNs.name.slice(-8)}`;
   fullname = `${release}-agentcard-operator`;
-  const values = opts.namespaced ? ['--set', `watchNamespaces={${appNs.name}}`] : [];
+  // The CRDs are shared by every test file on the control plane: applied here, not owned by a
+  // release (helm-crds.test.ts covers the chart's own CRD lifecycle).
+  await installCatalogCrds(kc);
+  const values = ['--set', 'crds.enabled=false'];
+  if (opts.namespaced) values.push('--set', `watchNamespaces={${appNs.name}}`);
   const installed = await helm(['install', release, chartDir, '--namespace', opNs.name, ...values]);
   if (installed.code !== 0) throw new Error(`helm install failed: ${installed.stderr}`);
 

@@ -75,6 +75,8 @@ Webhook and sidecar injection (off unless --sidecar-image is given):
   --sidecar-nginx-image IMAGE       the nginx image for --sidecar-server nginx
   --trust-forwarded-host            select the card by X-Forwarded-Host (only behind a proxy that sets it)
   --operator-namespace NS           namespace the operator runs in (default: POD_NAMESPACE)
+  --owner-deployment NAME           the operator's Deployment (in --operator-namespace): the webhook
+                                    Secret and the Lease name it as owner, so deleting it deletes them
 `;
 
 function integer(flag: string, text: string | undefined, fallback: number, min: number, max: number): number {
@@ -167,6 +169,7 @@ export function parseOperatorFlags(
         'sidecar-nginx-image': { type: 'string' },
         'trust-forwarded-host': { type: 'boolean' },
         'operator-namespace': { type: 'string' },
+        'owner-deployment': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -253,6 +256,7 @@ export function parseOperatorFlags(
       ...(values['trust-forwarded-host'] ? { trustForwardedHost: true } : {}),
     },
     operatorNamespace: values['operator-namespace'] ?? (env.POD_NAMESPACE || undefined),
+    ...(values['owner-deployment'] ? { ownerDeployment: values['owner-deployment'] } : {}),
   };
 }
 

@@ -233,8 +233,9 @@ export class CatalogController {
 
   /**
    * The controller's runnables (runtime/manager.ts): its own watches on every replica, reconciles
-   * on the leader. When the catalog CRDs are not installed (an upgrade that skipped `crds/`),
-   * catalogs stay off with one warning instead of holding readiness back for every AgentCard.
+   * on the leader. When the catalog CRDs are not installed (chart value crds.enabled=false and not
+   * applied by hand), catalogs stay off with one warning instead of holding readiness back for
+   * every AgentCard.
    */
   runnables(): Runnable[] {
     return controllerRunnables({

@@ -1,6 +1,7 @@
 /**
- * The Argo CD health check for AgentCard that docs/install.md documents, run in a real Lua VM
- * (fengari) the way Argo CD runs it: the script is a function body with a global `obj`
+ * The Argo CD health checks for AgentCard, AgentCatalog and ClusterAgentCatalog
+ * (examples/gitops/argocd/argocd-cm-health.yaml, shown in docs/install.md), run in a real Lua VM
+ * (fengari) the way Argo CD runs them: the script is a function body with a global `obj`
  * returning `{status, message}`.
  */
 import { readFileSync } from 'node:fs';
@@ -10,18 +11,40 @@ import { lauxlib, lua, lualib, to_luastring } from 'fengari';
 import { parse } from 'yaml';
 import { repoRoot } from '../../support/paths.ts';
 
-function healthScript(): string {
-  const readme = readFileSync(join(repoRoot, 'docs/install.md'), 'utf8');
+const KINDS = ['AgentCard', 'AgentCatalog', 'ClusterAgentCatalog'] as const;
+type Kind = (typeof KINDS)[number];
+const key = (kind: Kind) => `resource.customizations.health.agentcard.dev_${kind}`;
+
+function exampleData(): Record<string, string> {
+  const text = readFileSync(join(repoRoot, 'examples/gitops/argocd/argocd-cm-health.yaml'), 'utf8');
+  return (parse(text) as { data: Record<string, string> }).data;
+}
+
+function docsData(): Record<string, string> {
+  const doc = readFileSync(join(repoRoot, 'docs/install.md'), 'utf8');
   const block = /<!-- argocd-health:start -->\s*```yaml\n([\s\S]*?)```\s*<!-- argocd-health:end -->/.exec(
-    readme,
+    doc,
   );
   if (!block) throw new Error('docs/install.md has no argocd-health block');
-  const cm = parse(block[1]!) as { data: Record<string, string> };
-  const script = cm.data['resource.customizations.health.agentcard.dev_AgentCard'];
-  if (!script)
-    throw new Error('the argocd-health block has no health customization for agentcard.dev_AgentCard');
+  return (parse(block[1]!) as { data: Record<string, string> }).data;
+}
+
+function healthScript(kind: Kind = 'AgentCard'): string {
+  const script = exampleData()[key(kind)];
+  if (!script) throw new Error(`argocd-cm-health.yaml has no health customization for agentcard.dev_${kind}`);
   return script;
 }
+
+describe('the Argo CD health customizations', () => {
+  it('cover the three kinds, with one script', () => {
+    expect(Object.keys(exampleData()).sort()).toEqual(KINDS.map(key).sort());
+    for (const kind of KINDS) expect(healthScript(kind)).toBe(healthScript('AgentCard'));
+  });
+
+  it('are the ones docs/install.md shows', () => {
+    expect(docsData()).toEqual(exampleData());
+  });
+});
 
 /** A JSON value as a Lua table constructor (arrays 1-based, so ipairs works; null -> nil). */
 function toLua(value: unknown): string {
@@ -35,11 +58,11 @@ function toLua(value: unknown): string {
   return `{${entries.map(([k, v]) => `[${JSON.stringify(k)}] = ${toLua(v)}`).join(', ')}}`;
 }
 
-function health(obj: unknown): { status: string; message: string } {
+function health(obj: unknown, kind: Kind = 'AgentCard'): { status: string; message: string } {
   const L = lauxlib.luaL_newstate();
   lualib.luaL_openlibs(L);
   try {
-    const code = `obj = ${toLua(obj)}\nlocal hs = (function()\n${healthScript()}\nend)()\nreturn hs.status, hs.message`;
+    const code = `obj = ${toLua(obj)}\nlocal hs = (function()\n${healthScript(kind)}\nend)()\nreturn hs.status, hs.message`;
     if (lauxlib.luaL_dostring(L, to_luastring(code)) !== lua.LUA_OK) {
       throw new Error(`Lua error: ${lua.lua_tojsstring(L, -1)}`);
     }
@@ -173,5 +196,55 @@ describe('Argo CD health check for AgentCard (docs/install.md)', () => {
       }),
     );
     expect(h).toEqual({ status: 'Degraded', message: 'InterfacesReachable: 2/3 reachable' });
+  });
+});
+
+function catalog(kind: 'AgentCatalog' | 'ClusterAgentCatalog', generation: number, conditions?: Condition[]) {
+  return {
+    apiVersion: 'agentcard.dev/v1alpha1',
+    kind,
+    metadata: { name: 'c', generation },
+    status: conditions ? { observedGeneration: generation, conditions } : undefined,
+  };
+}
+
+describe.each(['AgentCatalog', 'ClusterAgentCatalog'] as const)('Argo CD health check for %s', (kind) => {
+  it('is Progressing before the operator wrote any status', () => {
+    expect(health(catalog(kind, 1), kind).status).toBe('Progressing');
+  });
+
+  it('is Healthy when published and Ready, signed or not', () => {
+    const unsigned: Condition = {
+      type: 'Signed',
+      status: 'False',
+      reason: 'SigningNotConfigured',
+      message: 'unsigned (no spec.signing)',
+    };
+    expect(health(catalog(kind, 4, [ok('Accepted'), unsigned, ok('Published'), ok('Ready')]), kind)).toEqual({
+      status: 'Healthy',
+      message: 'Ready ok',
+    });
+  });
+
+  it('is Degraded, naming the condition, when the catalog is too large to publish', () => {
+    const h = health(
+      catalog(kind, 2, [
+        ok('Accepted'),
+        ok('Signed'),
+        { type: 'Published', status: 'False', reason: 'CatalogTooLarge', message: 'over 64 partitions' },
+        { type: 'Ready', status: 'False', reason: 'CatalogTooLarge', message: 'not published' },
+      ]),
+      kind,
+    );
+    expect(h).toEqual({ status: 'Degraded', message: 'Published: over 64 partitions' });
+  });
+
+  it('is Progressing while the status describes an older generation', () => {
+    const obj = catalog(kind, 3, [ok('Ready')]);
+    obj.status!.observedGeneration = 2;
+    expect(health(obj, kind)).toEqual({
+      status: 'Progressing',
+      message: 'Waiting for the operator to observe generation 3',
+    });
   });
 });
