@@ -6,7 +6,9 @@
  * cache every Pod's and Service's IPs of the cluster for the few cards whose interfaces are
  * in-cluster addresses. One lookup is one to four small LISTs in the card's namespace, served
  * from the API server's watch cache and filtered there:
- *   1. Pods by field selector status.podIPs=<ip> (any of a dual-stack Pod's IPs);
+ *   1. Pods by field selector status.podIP=<ip>: a Pod's primary IP only (status.podIPs is not a
+ *      selectable field: checked against Kubernetes 1.36, where it silently matches nothing), so
+ *      the second address of a dual-stack Pod is not found and stays refused;
  *   2. if no Pod has it: Services by field selector spec.clusterIP=<ip> (the primary cluster IP:
  *      spec.clusterIPs is not a selectable field, checked against Kubernetes 1.36);
  *   3. for a selector Service: its EndpointSlices (label kubernetes.io/service-name) and
@@ -108,7 +110,7 @@ export class NamespaceAddresses {
     let what = 'Pods';
     try {
       const pods = (
-        await this.#list<V1Pod>(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `status.podIPs=${ip}` })
+        await this.#list<V1Pod>(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `status.podIP=${ip}` })
       ).map(podView);
       const byPod = podOwnership(ip, namespace, pods);
       if (byPod.owned || pods.length > 0) return byPod;
