@@ -323,6 +323,14 @@ export async function cycle(): Promise<CycleResult> {
         probed.message.includes(`EndpointSlice ${appNs.name}/${card}-svc-by-hand`)
       );
     });
+    // A card that is not Ready would keep the catalog below from being Ready.
+    await custom.deleteNamespacedCustomObject({
+      group: 'agentcard.dev',
+      version: 'v1alpha1',
+      plural: 'agentcards',
+      namespace: appNs.name,
+      name: `${card}-in-ns`,
+    });
     await op.until('the published ConfigMap', async () => {
       const cm = await core.readNamespacedConfigMap({ name: `${card}-agent-card`, namespace: appNs.name });
       return Boolean(cm.data?.['agent-card.json']);
