@@ -24,6 +24,7 @@ import {
   type ProbeResult,
   type ResolvedCredential,
 } from '../probe/index.ts';
+import type { OwnerCheck } from '../probe/ownership.ts';
 import { probeTargets, unprobedAudiences } from './audiences/probe-targets.ts';
 import type { InterfacesVerdict, SecretView } from './plan.ts';
 import type { ControllerStatus } from './status.ts';
@@ -210,6 +211,10 @@ export function noProbes(): ProbeHooks {
 
 export interface ProbeWiringOptions {
   allowCidrs: string[];
+  /** The namespace rule: the addresses a card's own namespace owns (namespace-addresses.ts). */
+  ownerFor?: (namespace: string) => OwnerCheck;
+  /** Extra trusted CA certificates (PEM) for TLS interfaces, on top of the system's. */
+  ca?: string[];
   /** Ranges never probed, in addition to the built-in ones (e.g. cluster ranges in public space). */
   denyCidrs?: string[];
   /** How old an unchanged interface's lastProbeTime may get before it is rewritten (Infinity: never). */
@@ -247,7 +252,13 @@ export function probeWiring(opts: ProbeWiringOptions): ProbeHooks {
   const latest = new Map<string, ProbeResult[]>();
   const refresh = opts.statusRefreshMs !== undefined ? { refreshAfterMs: opts.statusRefreshMs } : {};
   const scheduler = new ProbeScheduler({
-    policy: createAddressPolicy({ allowCidrs: opts.allowCidrs, denyCidrs: opts.denyCidrs ?? [] }),
+    policy: createAddressPolicy({
+      allowCidrs: opts.allowCidrs,
+      denyCidrs: opts.denyCidrs ?? [],
+      allowSetting: 'Helm value probes.allowCidrs, flag --probe-allow-cidr',
+    }),
+    ...(opts.ownerFor ? { ownerFor: opts.ownerFor } : {}),
+    ...(opts.ca ? { ca: opts.ca } : {}),
     globalConcurrency: opts.concurrency,
     registry: opts.registry,
     logger: opts.log,

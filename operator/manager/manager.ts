@@ -25,6 +25,8 @@ import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { Manager } from '../runtime/manager.ts';
 import { CONTROLLER_NAMES, ControllerMetrics } from '../controller/metrics.ts';
+import { readCaBundle } from '../probe/ca-bundle.ts';
+import { NamespaceAddresses } from '../controller/namespace-addresses.ts';
 import { noProbes, probeWiring, type ProbeHooks } from '../controller/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
 
@@ -47,6 +49,8 @@ export interface OperatorConfig {
   probeAllowCidrs: string[];
   probeConcurrency: number;
   probeDenyCidrs: string[];
+  /** A PEM bundle of CA certificates that probes of TLS interfaces trust besides the system roots. */
+  probeCaFile?: string;
   /** Infinity: never rewrite an unchanged lastProbeTime. */
   probeStatusRefreshMs: number;
   /** Reconcile AgentCatalogs and ClusterAgentCatalogs (on by default). */
@@ -111,9 +115,15 @@ export async function runOperator(
   // Set once built; the probe wiring below is built first and reads it.
   const built: { cards?: Controller } = {};
   const operatorNamespace = flags.operatorNamespace ?? contextNamespace(kc) ?? 'default';
+  const namespaceAddresses = new NamespaceAddresses({ client, log });
+  // Read once at start: a bad bundle stops the process at once rather than failing every probe.
+  const probeCa = flags.probes && flags.probeCaFile ? await readCaBundle(flags.probeCaFile) : undefined;
   const probes: ProbeHooks = flags.probes
     ? probeWiring({
         allowCidrs: flags.probeAllowCidrs,
+        // What each card's own namespace owns is allowed without a setting (ownership.ts).
+        ownerFor: (ns) => namespaceAddresses.ownerFor(ns),
+        ...(probeCa ? { ca: probeCa } : {}),
         concurrency: flags.probeConcurrency,
         denyCidrs: flags.probeDenyCidrs,
         statusRefreshMs: flags.probeStatusRefreshMs,

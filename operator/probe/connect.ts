@@ -9,7 +9,8 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { PROBE_CODES } from './classify.ts';
 import { deadline } from './deadline.ts';
-import type { AddressPolicy } from './policy.ts';
+import type { OwnerCheck } from './ownership.ts';
+import type { AddressPolicy, AddressVerdict } from './policy.ts';
 import type { ProbePhases } from './types.ts';
 
 export interface ResolvedAddress {
@@ -41,8 +42,32 @@ export class ProbeFailure extends Error {
 /** Extra trusted CA certificates (PEM), on top of Node's defaults and NODE_EXTRA_CA_CERTS. */
 export type CaOption = string | Buffer | (string | Buffer)[];
 
+const contexts = new Map<CaOption, tls.SecureContext>();
+
+/**
+ * A TLS context trusting `ca` together with the default roots. Node's `ca` option alone would
+ * replace the default roots (https://nodejs.org/api/tls.html#tlscreatesecurecontextoptions),
+ * so a private CA would make every public certificate fail. Built once per bundle: a context
+ * with some 150 roots is costly to build for each probe.
+ */
+export function secureContextFor(ca: CaOption): tls.SecureContext {
+  let context = contexts.get(ca);
+  if (!context) {
+    const extra = Array.isArray(ca) ? ca : [ca];
+    context = tls.createSecureContext({ ca: [...tls.getCACertificates('default'), ...extra] });
+    if (contexts.size >= 16) contexts.clear(); // Bundles are process settings: a handful at most.
+    contexts.set(ca, context);
+  }
+  return context;
+}
+
 export interface ConnectOptions {
   policy: AddressPolicy;
+  /**
+   * The namespace rule: asked about a resolved address that the policy refuses only as private
+   * or reserved (never loopback, link-local or metadata); an owned address is allowed.
+   */
+  owner?: OwnerCheck;
   resolver?: Resolver;
   /** Deadline for TCP connect plus TLS handshake. */
   connectTimeoutMs: number;
@@ -147,7 +172,7 @@ function tlsHandshake(
     host: hostname,
     servername: net.isIP(hostname) ? undefined : hostname,
     ALPNProtocols: opts.alpn,
-    ca: opts.ca,
+    ...(opts.ca ? { secureContext: secureContextFor(opts.ca) } : {}),
     rejectUnauthorized: false,
   });
   return raceAbort(
@@ -176,6 +201,25 @@ function tlsHandshake(
   );
 }
 
+/**
+ * The verdict on one resolved address: the policy's, and for an address it refuses only as
+ * private or reserved, the namespace rule's. The message of a refusal names the rule and the
+ * setting that lifts it.
+ */
+export async function judgeAddress(
+  address: string,
+  opts: Pick<ConnectOptions, 'policy' | 'owner' | 'signal'>,
+): Promise<AddressVerdict> {
+  const verdict = opts.policy.check(address);
+  if (verdict.allowed || !verdict.namespaceLiftable || !opts.owner) return verdict;
+  const ownership = await raceAbort(opts.owner(address, opts.signal), opts.signal);
+  if (ownership.owned) return { allowed: true };
+  return {
+    ...verdict,
+    message: `${verdict.message}, and ${ownership.why} (addresses of the AgentCard's own namespace's Pods and selector Services are allowed)`,
+  };
+}
+
 /** Resolves, checks, connects and (for TLS) verifies. Rejects with a ProbeFailure. */
 export async function openConnection(
   endpoint: { hostname: string; port: number },
@@ -183,7 +227,9 @@ export async function openConnection(
 ): Promise<Connection> {
   const { hostname, port } = endpoint;
   const addresses = await resolve(hostname, opts);
-  const verdicts = addresses.map((a) => ({ ...a, verdict: opts.policy.check(a.address) }));
+  const verdicts = await Promise.all(
+    addresses.map(async (a) => ({ ...a, verdict: await judgeAddress(a.address, opts) })),
+  );
   const allowed = verdicts.filter((v) => v.verdict.allowed);
   if (allowed.length === 0) {
     const first = verdicts[0]!.verdict;

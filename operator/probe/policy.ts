@@ -7,7 +7,21 @@
  */
 import { type Cidr, cidrContains, embeddedIpv4, formatIp, parseCidr, parseIp } from './ip.ts';
 
-export type AddressVerdict = { allowed: true } | { allowed: false; category: string; message: string };
+export type AddressVerdict =
+  | { allowed: true }
+  | {
+      allowed: false;
+      category: string;
+      message: string;
+      /**
+       * Whether the address is only "refused unless allowed" (private, reserved, a deny CIDR),
+       * so that the namespace rule (ownership.ts) may still allow it; loopback, link-local and
+       * metadata addresses are never liftable by it.
+       */
+      namespaceLiftable: boolean;
+      /** The range that refused it, e.g. 10.0.0.0/8. */
+      range: string;
+    };
 
 export interface AddressPolicy {
   /** Judges one resolved IP address (IPv4, IPv6, or IPv4-mapped IPv6). */
@@ -77,12 +91,18 @@ export interface AddressPolicyOptions {
   allowCidrs?: string[];
   /** Extra CIDRs to refuse unless allowed, e.g. a cluster's pod or service range in public space. */
   denyCidrs?: string[];
+  /**
+   * The setting that lifts a "refused unless allowed" verdict, named in its message so that a
+   * refused probe says how to allow it (e.g. "--allow-cidr"). Default: no name.
+   */
+  allowSetting?: string;
 }
 
 /** Builds the policy. Throws an Error naming the bad CIDR when one does not parse. */
 export function createAddressPolicy(opts: AddressPolicyOptions = {}): AddressPolicy {
   const allow = (opts.allowCidrs ?? []).map(parseCidr);
   const refused = [...REFUSED_UNLESS_ALLOWED, ...ranges('denied by policy', opts.denyCidrs ?? [])];
+  const setting = opts.allowSetting ? ` (${opts.allowSetting})` : '';
   const judge = (ip: Uint8Array, shown: string): AddressVerdict => {
     const always = ALWAYS_REFUSED.find((r) => cidrContains(r.cidr, ip));
     if (always) {
@@ -90,6 +110,8 @@ export function createAddressPolicy(opts: AddressPolicyOptions = {}): AddressPol
         allowed: false,
         category: always.category,
         message: `${shown} is ${always.category} (${always.cidr.text}), always refused`,
+        namespaceLiftable: false,
+        range: always.cidr.text,
       };
     }
     const range = refused.find((r) => cidrContains(r.cidr, ip));
@@ -97,7 +119,11 @@ export function createAddressPolicy(opts: AddressPolicyOptions = {}): AddressPol
       return {
         allowed: false,
         category: range.category,
-        message: `${shown} is ${range.category} (${range.cidr.text}), refused unless an allowed CIDR covers it`,
+        message: `${shown} is ${range.category} (${range.cidr.text}), refused unless an allowed CIDR covers it${setting}`,
+        // Loopback is the operator's own Pod (or the node, with hostNetwork): never a workload of
+        // the card's namespace, whatever an object says.
+        namespaceLiftable: range.category !== 'loopback',
+        range: range.cidr.text,
       };
     }
     return { allowed: true };
@@ -106,7 +132,14 @@ export function createAddressPolicy(opts: AddressPolicyOptions = {}): AddressPol
     allowCidrs: allow.map((c) => c.text),
     check(text: string): AddressVerdict {
       const ip = parseIp(text);
-      if (!ip) return { allowed: false, category: 'invalid', message: `'${text}' is not an IP address` };
+      if (!ip)
+        return {
+          allowed: false,
+          category: 'invalid',
+          message: `'${text}' is not an IP address`,
+          namespaceLiftable: false,
+          range: '',
+        };
       // An IPv6 address that embeds an IPv4 one must pass on both counts.
       const v4 = embeddedIpv4(ip);
       if (v4) {

@@ -10,6 +10,7 @@ import type { CaOption, Resolver } from './connect.ts';
 import { deadline, timeoutReason } from './deadline.ts';
 import { grpcExchange } from './grpc.ts';
 import { type ExchangeResult, httpExchange } from './http.ts';
+import type { OwnerCheck } from './ownership.ts';
 import type { AddressPolicy } from './policy.ts';
 import { BODY_LIMIT_BYTES, type ProbePhases, type ProbeResult, type ProbeTarget } from './types.ts';
 
@@ -17,6 +18,8 @@ export interface ProbeOptions {
   /** Total deadline of the probe: DNS, connect, TLS, request and response. */
   timeoutMs: number;
   policy: AddressPolicy;
+  /** The namespace rule of the policy (the operator's; the CLI has none). */
+  owner?: OwnerCheck;
   /** Headers for this interface only (credentials); never sent anywhere else. */
   headers?: Record<string, string>;
   signal?: AbortSignal;
@@ -79,6 +82,7 @@ export async function probeInterface(target: ProbeTarget, opts: ProbeOptions): P
   const phases: ProbePhases = {};
   const exchangeOpts = {
     policy: opts.policy,
+    owner: opts.owner,
     resolver: opts.resolver,
     connectTimeoutMs: opts.connectTimeoutMs ?? Math.min(opts.timeoutMs, 3000),
     signal,

@@ -18,6 +18,7 @@ import type { Logger } from '../log.ts';
 import type { CaOption, Resolver } from './connect.ts';
 import { ProbeLimiter, hostKey } from './limiter.ts';
 import { type ProbeMetrics, createProbeMetrics } from './metrics.ts';
+import type { OwnerCheck } from './ownership.ts';
 import type { AddressPolicy } from './policy.ts';
 import { checkHeaders, probeInterface } from './probe.ts';
 import type { ProbeResult, ProbeTarget } from './types.ts';
@@ -35,6 +36,8 @@ export interface ProbeConfig {
 
 export interface ProbeSchedulerOptions {
   policy: AddressPolicy;
+  /** The namespace rule: what a card of `namespace` may reach besides the policy's allowed ranges. */
+  ownerFor?: (namespace: string) => OwnerCheck;
   /** Called after every round of a key with one result per interface, in interface order. */
   onResults: (key: string, results: ProbeResult[]) => void;
   /** Metrics are registered here when given. */
@@ -248,6 +251,7 @@ export class ProbeScheduler {
       return await probeInterface(target, {
         timeoutMs: config.timeoutMs,
         policy: this.#opts.policy,
+        owner: this.#opts.ownerFor?.(entry.card.namespace),
         headers,
         signal: abort.signal,
         resolver: this.#opts.resolver,

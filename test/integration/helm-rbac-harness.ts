@@ -27,6 +27,7 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  DiscoveryV1Api,
   EventsV1Api,
   RbacAuthorizationV1Api,
   type V1ClusterRole,
@@ -57,6 +58,7 @@ const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
 const coordination = kc.makeApiClient(CoordinationV1Api);
 const eventsApi = kc.makeApiClient(EventsV1Api);
 const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+const discovery = kc.makeApiClient(DiscoveryV1Api);
 
 /** One successful cycle takes several seconds; a failing one is cut off here. */
 const CYCLE_TIMEOUT_MS = 30_000;
@@ -222,7 +224,10 @@ async function caBundleInstalled(): Promise<boolean> {
  *    certificate Secret and patches the caBundle, answers an AdmissionReview over HTTPS the way
  *    the API server sends it (trusting that caBundle, for the Service's name), reconciles a
  *    signed AgentCard to Ready (its interfaces probed) with an event, and reports the Pod that
- *    asks for the card in status.serving.
+ *    asks for the card in status.serving; and judges a second card's interface, the cluster IP
+ *    of a selector Service of the namespace, by the probes' namespace rule (Pods by IP,
+ *    Services by cluster IP, the Service's EndpointSlices and selected Pods): a hand-made
+ *    EndpointSlice makes it refuse the address, so no packet leaves the machine.
  * 2. The webhook Secret is spoiled and a second operator starts: it takes the released Lease
  *    over, and replaces the Secret with a good certificate (what renewal does).
  */
@@ -279,6 +284,57 @@ export async function cycle(): Promise<CycleResult> {
       };
       const ready = obj.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
       return ready && (obj.status?.serving?.podsRequesting ?? 0) >= 1;
+    });
+    // The namespace rule's lookups, on the same token.
+    const service = await core.createNamespacedService({
+      namespace: appNs.name,
+      body: {
+        metadata: { name: `${card}-svc` },
+        spec: { selector: { app: `${card}-agent` }, ports: [{ port: 80 }] },
+      },
+    });
+    await discovery.createNamespacedEndpointSlice({
+      namespace: appNs.name,
+      body: {
+        metadata: { name: `${card}-svc-by-hand`, labels: { 'kubernetes.io/service-name': `${card}-svc` } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: ['192.0.2.10'] }],
+        ports: [{ port: 80 }],
+      },
+    });
+    const inCluster = agentCardManifest(`${card}-in-ns`);
+    inCluster.spec.card.supportedInterfaces = [
+      { url: `http://${service.spec!.clusterIP}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ];
+    inCluster.spec.signing.keys[0]!.secretRef.name = `${card}-key`;
+    await custom.createNamespacedCustomObject({
+      group: 'agentcard.dev',
+      version: 'v1alpha1',
+      plural: 'agentcards',
+      namespace: appNs.name,
+      body: inCluster,
+    });
+    await op.until("the namespace rule's verdict on a Service's cluster IP", async () => {
+      const obj = (await custom.getNamespacedCustomObject({
+        group: 'agentcard.dev',
+        version: 'v1alpha1',
+        plural: 'agentcards',
+        namespace: appNs.name,
+        name: `${card}-in-ns`,
+      })) as { status?: { interfaces?: { reason: string; message: string }[] } };
+      const probed = obj.status?.interfaces?.[0];
+      return (
+        probed?.reason === 'Blocked' &&
+        probed.message.includes(`EndpointSlice ${appNs.name}/${card}-svc-by-hand`)
+      );
+    });
+    // A card that is not Ready would keep the catalog below from being Ready.
+    await custom.deleteNamespacedCustomObject({
+      group: 'agentcard.dev',
+      version: 'v1alpha1',
+      plural: 'agentcards',
+      namespace: appNs.name,
+      name: `${card}-in-ns`,
     });
     await op.until('the published ConfigMap', async () => {
       const cm = await core.readNamespacedConfigMap({ name: `${card}-agent-card`, namespace: appNs.name });

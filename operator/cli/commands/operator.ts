@@ -49,7 +49,11 @@ Endpoints:
   --bind-address ADDR               address of that port (default 0.0.0.0)
 Probes:
   --no-probes                       do not probe interfaces (InterfacesReachable=Unknown, ProbesDisabled)
-  --probe-allow-cidr CIDR           allow probing this otherwise refused range (repeatable)
+  --probe-allow-cidr CIDR           allow probing this otherwise refused range (repeatable); without
+                                    it, private addresses of the AgentCard's own namespace's Pods
+                                    and selector Services are allowed, other private ones refused
+  --probe-ca-file FILE              PEM CA bundle trusted for https/TLS interfaces, besides the
+                                    system roots (e.g. a mounted trust-manager ConfigMap)
   --probe-concurrency N             probes in flight at most (default 64)
   --probe-deny-cidr CIDR            never probe this range (repeatable; e.g. cluster ranges in public space)
   --probe-status-refresh DURATION   rewrite an unchanged interface's lastProbeTime this often
@@ -151,6 +155,7 @@ export function parseOperatorFlags(
         'bind-address': { type: 'string' },
         probes: { type: 'boolean', default: true },
         'probe-allow-cidr': { type: 'string', multiple: true },
+        'probe-ca-file': { type: 'string' },
         'probe-concurrency': { type: 'string' },
         'probe-deny-cidr': { type: 'string', multiple: true },
         'probe-status-refresh': { type: 'string' },
@@ -231,6 +236,7 @@ export function parseOperatorFlags(
     bindAddress: values['bind-address'] ?? '0.0.0.0',
     probes: values.probes ?? true,
     probeAllowCidrs: cidrs('probe-allow-cidr', values['probe-allow-cidr']),
+    ...(values['probe-ca-file'] ? { probeCaFile: values['probe-ca-file'] } : {}),
     probeConcurrency: integer('probe-concurrency', values['probe-concurrency'], 64, 1, 4096),
     probeDenyCidrs: cidrs('probe-deny-cidr', values['probe-deny-cidr']),
     // Off by default: a timestamp rewritten while nothing changes is a status write per card per

@@ -6,6 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { parseOperatorFlags } from '../../../operator/cli/commands/operator.ts';
 import { render } from './chart.ts';
 
+type PodSpec = {
+  volumes?: { name: string; configMap?: { name: string; items?: { key: string; path: string }[] } }[];
+  containers: { name: string; volumeMounts?: { name: string; mountPath: string }[] }[];
+};
+
 type Deployment = {
   spec: { template: { spec: { containers: { name: string; args: string[] }[] } } };
 };
@@ -27,6 +32,9 @@ const combos: Record<string, Record<string, unknown>> = {
   },
   'the Node sidecar, trusting X-Forwarded-Host': {
     sidecar: { server: 'node', trustForwardedHost: true },
+  },
+  'probe CA bundle from a ConfigMap': {
+    probes: { caBundle: { configMap: 'internal-ca', key: 'bundle.pem' } },
   },
   'probe deny-list, lastProbeTime refreshed every 10 minutes': {
     probes: { denyCidrs: ['100.64.0.0/10'], statusRefresh: '10m' },
@@ -52,6 +60,18 @@ describe('the chart passes flags agentcard operator accepts', () => {
       const probes = values.probes as { denyCidrs?: string[]; statusRefresh?: string } | undefined;
       if (parsed.probes) {
         expect(parsed.probeDenyCidrs).toEqual(probes?.denyCidrs ?? []);
+        const caBundle = (values.probes as { caBundle?: { configMap: string; key: string } } | undefined)
+          ?.caBundle;
+        // The file the flag names is the key of the ConfigMap the Pod mounts.
+        expect(parsed.probeCaFile).toBe(caBundle ? `/etc/agentcard/probe-ca/${caBundle.key}` : undefined);
+        const pod = (deployment as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+        const volume = pod.volumes?.find((v) => v.name === 'probe-ca');
+        expect(volume?.configMap?.name).toBe(caBundle?.configMap);
+        expect(volume?.configMap?.items?.[0]?.path).toBe(caBundle?.key);
+        const mount = pod.containers
+          .find((c) => c.name === 'operator')!
+          .volumeMounts?.find((m) => m.name === 'probe-ca');
+        expect(mount?.mountPath).toBe(caBundle ? '/etc/agentcard/probe-ca' : undefined);
         expect(parsed.probeStatusRefreshMs).toBe(
           probes?.statusRefresh === '10m' ? 600_000 : Number.POSITIVE_INFINITY,
         );
