@@ -61,7 +61,9 @@ beforeAll(async () => {
     chartDir,
     '--namespace',
     opNs.name,
-    '--skip-crds',
+    // The CRDs are applied by installCrd and shared by every test file: the chart leaves them alone.
+    '--set',
+    'crds.enabled=false',
     '--set',
     `rbac.secretNames={${KEY}}`,
     '--set',
