@@ -2,7 +2,7 @@ import { verifyAgentCardSignature, type AgentCard as SdkCard } from '@a2a-js/sdk
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audienceCard } from '../../../operator/card/audience.ts';
 import { renderV1 } from '../../../operator/card/render.ts';
 import { validateSpec } from '../../../operator/card/validate.ts';
@@ -13,10 +13,19 @@ const EXAMPLE = 'examples/agentcard-audiences.yaml';
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);
 
+// The example's signing key, made the way its first line says (`agentcard keygen --secret`).
+const key = join(dir, 'example.jwk');
+let kid = '';
+beforeAll(async () => {
+  const made = await agentcard(['keygen', '--alg', 'ES256', '--secret', 'weather-agent-signing']);
+  expect(made.code, made.stderr).toBe(0);
+  const secret = parseAllDocuments(made.stdout)[0]!.toJS() as { stringData: Record<string, string> };
+  writeFileSync(key, secret.stringData['signing.jwk']!);
+  kid = (JSON.parse(secret.stringData['signing.jwk']!) as { kid: string }).kid;
+});
+
 function example(): { spec: Record<string, unknown>; key: string } {
   const docs = parseAllDocuments(readFileSync(join(repoRoot, EXAMPLE), 'utf8')).map((d) => d.toJS());
-  const key = join(dir, 'example.jwk');
-  writeFileSync(key, docs.find((d) => d.kind === 'Secret').stringData['signing.jwk']);
   return { spec: docs.find((d) => d.kind === 'AgentCard').spec, key };
 }
 
@@ -61,7 +70,7 @@ describe('agentcard and spec.audiences', () => {
       2,
     );
     const card = join(dir, 'bare.json');
-    writeFileSync(card, (await agentcard(['render', '-f', 'examples/agentcard-minimal.yaml'])).stdout);
+    writeFileSync(card, (await agentcard(['render', '-f', 'test/fixtures/cards/recipe-agent.yaml'])).stdout);
     expectOneLineError(
       await agentcard(['render', '-f', card, '--audience', 'public']),
       /--audience needs an AgentCard manifest/,
@@ -100,7 +109,7 @@ describe('agentcard and spec.audiences', () => {
     const ok = await agentcard(['verify', '--dir', out, '--jwks', jwksFile]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toBe(
-      'agent-card.json: verified: kid weather-example-2026-12\nhost.weather.example.com.agent-card.json: verified: kid weather-example-2026-12\n',
+      `agent-card.json: verified: kid ${kid}\nhost.weather.example.com.agent-card.json: verified: kid ${kid}\n`,
     );
     // One audience's card edited: verify --dir fails and names it.
     const pubFile = join(out, 'host.weather.example.com.agent-card.json');
@@ -109,7 +118,7 @@ describe('agentcard and spec.audiences', () => {
     writeFileSync(pubFile, JSON.stringify(pub));
     const bad = await agentcard(['verify', '--dir', out, '--jwks', jwksFile]);
     expect(bad.code).toBe(1);
-    expect(bad.stdout).toBe('agent-card.json: verified: kid weather-example-2026-12\n');
+    expect(bad.stdout).toBe(`agent-card.json: verified: kid ${kid}\n`);
     expect(bad.stderr).toContain('host.weather.example.com.agent-card.json');
     expect(bad.stderr).toContain('1 of 2 cards did not verify');
   });

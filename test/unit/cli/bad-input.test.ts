@@ -77,7 +77,7 @@ describe('bad input', () => {
     for (const args of [
       ['validate', '-f', f],
       ['render', '-f', f],
-      ['sign', '-f', 'examples/agentcard-minimal.yaml', '--key', f],
+      ['sign', '-f', 'test/fixtures/cards/recipe-agent.yaml', '--key', f],
       ['verify', '-f', f, '--jwks', f],
     ]) {
       expectOneLineError(await agentcard(args), /huge\.json is 52428800 bytes; the limit is \d+ bytes/);

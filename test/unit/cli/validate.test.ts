@@ -142,7 +142,7 @@ describe('agentcard validate', () => {
   });
 
   describe('a directory', () => {
-    const minimal = join(repoRoot, 'examples/agentcard-minimal.yaml');
+    const minimal = join(repoRoot, 'test/fixtures/cards/recipe-agent.yaml');
 
     it('checks every *.yaml, *.yml and *.json below it, in path order, and exits with the sum', async () => {
       const root = join(dir, 'deploy', 'agentcards');
@@ -204,7 +204,10 @@ describe('agentcard validate', () => {
       const root = join(dir, 'good');
       mkdirSync(join(root, 'sub'), { recursive: true });
       copyFileSync(minimal, join(root, 'recipe.yaml'));
-      copyFileSync(join(repoRoot, 'examples/agentcard-signed.yaml'), join(root, 'sub', 'signed.yaml'));
+      copyFileSync(
+        join(repoRoot, 'test/fixtures/cards/support-agent.yaml'),
+        join(root, 'sub', 'signed.yaml'),
+      );
       const r = await agentcard(['validate', '--strict', '-f', root]);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);

@@ -22,7 +22,8 @@ import { kubeletWrite, tempDir } from '../../support/card-files.ts';
 import { spawnSidecar } from '../../support/sidecar-process.ts';
 import type { Running } from '../../support/sidecar-process.ts';
 
-const EXAMPLE = join(import.meta.dirname, '../../../examples/agentcard-signed.yaml');
+// A signed card with its key: the fixture (examples/ leave the key to `agentcard keygen --secret`).
+const EXAMPLE = join(import.meta.dirname, '../../fixtures/cards/support-agent.yaml');
 
 describe('published card -> sidecar -> @a2a-js/sdk', () => {
   let dir: string;
