@@ -223,6 +223,32 @@ export async function nodeDown(
   }
 }
 
+/**
+ * What of a stopped node cluster is still on the machine, for the test that `down` removes
+ * everything: live processes, cgroups, host mounts that name the node, a `cni0` interface in the
+ * host's network namespace, the state folder.
+ */
+export function nodeLeftovers(state: NodeClusterState): string[] {
+  const left: string[] = [];
+  for (const [what, pid] of [
+    ['node init', state.initPid],
+    ['host relay', state.relayPid],
+  ] as const) {
+    if (pid && isAlive(pid)) left.push(`${what} process ${pid}`);
+  }
+  for (const controller of CGROUP_CONTROLLERS) {
+    const dir = join('/sys/fs/cgroup', controller, state.cgroupRoot);
+    if (existsSync(dir)) left.push(`cgroup ${dir}`);
+  }
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter((line) => line.includes(nodeClusterDir) || line.includes('agentcard-node'));
+  left.push(...mounts.map((m) => `mount ${m}`));
+  if (existsSync('/sys/class/net/cni0')) left.push('interface cni0 in the host network namespace');
+  if (existsSync(nodeClusterDir)) left.push(nodeClusterDir);
+  return left;
+}
+
 function writeState(state: NodeClusterState): void {
   writeFileSync(stateFile, JSON.stringify(state, null, 2) + '\n');
 }
@@ -711,7 +737,7 @@ async function removeCgroupRoot(root: string): Promise<void> {
         removeTree(dir);
         break;
       } catch (err) {
-        if (attempt >= 50) throw new Error(`cannot remove cgroup ${dir}: ${String(err)}`);
+        if (attempt >= 50) throw new Error(`cannot remove cgroup ${dir}: ${String(err)}`, { cause: err });
         await sleep(200);
       }
     }

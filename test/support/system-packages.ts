@@ -16,12 +16,30 @@ export const SYSTEM_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> =
 
 const log = (line: string) => process.stderr.write(`[system packages] ${line}\n`);
 
-export function missingPackages(): string[] {
-  return SYSTEM_PACKAGES.filter((p) => !existsSync(p.provides)).map((p) => p.pkg);
+/**
+ * What the node cluster (test/node/control.ts) runs besides what it builds: runc under
+ * containerd, iptables for kube-proxy, socat for the API relay, and busybox-static for test
+ * images and for probing from inside the node's network namespace.
+ */
+export const NODE_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> = [
+  { pkg: 'runc', provides: '/usr/sbin/runc' },
+  { pkg: 'iptables', provides: '/usr/sbin/iptables' },
+  { pkg: 'socat', provides: '/usr/bin/socat' },
+  { pkg: 'busybox-static', provides: '/bin/busybox' },
+  { pkg: 'iproute2', provides: '/usr/sbin/ip' },
+];
+
+export function missingPackages(packages = SYSTEM_PACKAGES): string[] {
+  return packages.filter((p) => !existsSync(p.provides)).map((p) => p.pkg);
 }
 
 export default function setup(): void {
-  const missing = missingPackages();
+  ensurePackages(SYSTEM_PACKAGES);
+}
+
+/** Installs the packages of `packages` that are missing (as root with apt-get), else fails with the command to run. */
+export function ensurePackages(packages: ReadonlyArray<{ pkg: string; provides: string }>): void {
+  const missing = missingPackages(packages);
   if (missing.length === 0) return;
   const command = `apt-get install -y --no-install-recommends ${missing.join(' ')}`;
   const root = process.getuid?.() === 0;
@@ -35,6 +53,6 @@ export default function setup(): void {
     stdio: ['ignore', 'ignore', 'inherit'],
     env,
   });
-  const still = missingPackages();
+  const still = missingPackages(packages);
   if (still.length > 0) throw new Error(`installing ${still.join(', ')} failed: run \`${command}\``);
 }
