@@ -164,6 +164,7 @@ export async function nodeUp(
       const res = await tlsRequest(`${state.server}/readyz`, clientTls(pkiDir, 'admin'));
       return res.status === 200;
     });
+    startControllers(state);
     log(`control plane up in ${seconds(started)} s`);
     await startNode(state, images);
     await waitUntil('the node to be Ready', 180_000, async () => {
@@ -403,6 +404,15 @@ async function startControlPlane(state: NodeClusterState): Promise<void> {
   for (const [file, client, user] of kubeconfigs) {
     writeKubeconfig(join(nodeClusterDir, `${file}.kubeconfig`), inNode, client, user, pkiDir);
   }
+}
+
+/**
+ * kube-controller-manager and kube-scheduler, once the API server is ready: before its RBAC
+ * bootstrap is done they are forbidden even /healthz, and kube-controller-manager gives up.
+ */
+function startControllers(state: NodeClusterState): void {
+  const bin = (c: string) => join(state.binDir, c);
+  const pki = (file: string) => join(pkiDir, file);
   startInNode(state, 'kube-controller-manager', bin('kube-controller-manager'), [
     `--kubeconfig=${join(nodeClusterDir, 'controller-manager.kubeconfig')}`,
     '--use-service-account-credentials=true',
@@ -518,6 +528,10 @@ state = "/run/containerd"
     sandbox = "agentcard.test/pause:1"
 
 [plugins.'io.containerd.cri.v1.runtime']
+  # Containers' oom_score_adj no lower than containerd's own: lowering it needs
+  # CAP_SYS_RESOURCE, which a root without every capability (a CI sandbox) lacks, and then
+  # runc fails every Pod sandbox ("failed to update /proc/self/oom_score_adj").
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]

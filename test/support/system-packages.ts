@@ -18,8 +18,8 @@ const log = (line: string) => process.stderr.write(`[system packages] ${line}\n`
 
 /**
  * What the node cluster (test/node/control.ts) runs besides what it builds: runc under
- * containerd, iptables for kube-proxy, socat for the API relay, and busybox-static for test
- * images and for probing from inside the node's network namespace.
+ * containerd, iptables for kube-proxy, socat for the API relay, busybox-static for test images
+ * and DNS lookups, curl for requests from inside the node's network namespace.
  */
 export const NODE_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> = [
   { pkg: 'runc', provides: '/usr/sbin/runc' },
@@ -27,6 +27,7 @@ export const NODE_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> = [
   { pkg: 'socat', provides: '/usr/bin/socat' },
   { pkg: 'busybox-static', provides: '/bin/busybox' },
   { pkg: 'iproute2', provides: '/usr/sbin/ip' },
+  { pkg: 'curl', provides: '/usr/bin/curl' },
 ];
 
 export function missingPackages(packages = SYSTEM_PACKAGES): string[] {
