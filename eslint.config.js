@@ -2,7 +2,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.cluster/', 'coverage/', 'helm/', 'test/controlplane/**/*.go'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      '.cluster/',
+      '.node-cluster/',
+      'coverage/',
+      'helm/',
+      'test/controlplane/**/*.go',
+      'test/node/**/*.go',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` (pure logic, no network beyond loopback peers the test starts itself) and
-// `integration` (talks to the real kube-apiserver that the global setup starts once per run).
+// Three projects: `unit` (pure logic, no network beyond loopback peers the test starts itself),
+// `integration` (talks to the real kube-apiserver that the global setup starts once per run) and
+// `node` (a one-node cluster whose Pods really run, in namespaces of its own: test/node/).
+// `npm test` runs `unit` and `integration`; `npm run test:node` runs `node`.
 export default defineConfig({
   test: {
     projects: [
@@ -22,6 +24,18 @@ export default defineConfig({
           globalSetup: ['test/support/system-packages.ts', 'test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'node',
+          include: ['test/e2e/**/*.test.ts'],
+          // Installs runc, iptables, socat and busybox-static, builds the node (first run on a
+          // machine only) and starts the node cluster once per run.
+          globalSetup: ['test/support/node-setup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
           fileParallelism: false,
         },
       },

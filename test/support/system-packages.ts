@@ -19,12 +19,31 @@ export const SYSTEM_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> =
 
 const log = (line: string) => process.stderr.write(`[system packages] ${line}\n`);
 
-export function missingPackages(): string[] {
-  return SYSTEM_PACKAGES.filter((p) => !existsSync(p.provides)).map((p) => p.pkg);
+/**
+ * What the node cluster (test/node/control.ts) runs besides what it builds: runc under
+ * containerd, iptables for kube-proxy, socat for the API relay, busybox-static for test images
+ * and DNS lookups, curl for requests from inside the node's network namespace.
+ */
+export const NODE_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> = [
+  { pkg: 'runc', provides: '/usr/sbin/runc' },
+  { pkg: 'iptables', provides: '/usr/sbin/iptables' },
+  { pkg: 'socat', provides: '/usr/bin/socat' },
+  { pkg: 'busybox-static', provides: '/bin/busybox' },
+  { pkg: 'iproute2', provides: '/usr/sbin/ip' },
+  { pkg: 'curl', provides: '/usr/bin/curl' },
+];
+
+export function missingPackages(packages = SYSTEM_PACKAGES): string[] {
+  return packages.filter((p) => !existsSync(p.provides)).map((p) => p.pkg);
 }
 
 export default function setup(): void {
-  const missing = missingPackages();
+  ensurePackages(SYSTEM_PACKAGES);
+}
+
+/** Installs the packages of `packages` that are missing (as root with apt-get), else fails with the command to run. */
+export function ensurePackages(packages: ReadonlyArray<{ pkg: string; provides: string }>): void {
+  const missing = missingPackages(packages);
   if (missing.length === 0) return;
   const command = `apt-get install -y --no-install-recommends ${missing.join(' ')}`;
   const root = process.getuid?.() === 0;
@@ -38,6 +57,6 @@ export default function setup(): void {
     stdio: ['ignore', 'ignore', 'inherit'],
     env,
   });
-  const still = missingPackages();
+  const still = missingPackages(packages);
   if (still.length > 0) throw new Error(`installing ${still.join(', ')} failed: run \`${command}\``);
 }

@@ -1,0 +1,30 @@
+// Global setup of the `node` vitest project: installs the Debian packages the node runs, builds
+// the node (first run on a machine only) and starts the one-node cluster of test/node/control.ts
+// once per run, or reuses one that `npm run cluster:up -- --node` left running. At the end it
+// stops a cluster it started and fails the run if anything of it is left on the machine. Set
+// AGENTCARD_KEEP_CLUSTER=1 to leave a started cluster running for debugging.
+import type { TestProject } from 'vitest/node';
+import { nodeDown, nodeLeftovers, nodeUp, type NodeClusterState } from '../node/control.ts';
+import { ensurePackages, NODE_PACKAGES } from './system-packages.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The running node cluster (admin kubeconfig, relay, namespaces' init). */
+    nodeCluster: NodeClusterState;
+  }
+}
+
+const log = (line: string) => process.stderr.write(`[node cluster] ${line}\n`);
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  ensurePackages(NODE_PACKAGES);
+  const { started, state } = await nodeUp(log);
+  if (!started) log(`reusing the running node cluster at ${state.server}`);
+  project.provide('nodeCluster', state);
+  return async () => {
+    if (!started || process.env.AGENTCARD_KEEP_CLUSTER) return;
+    await nodeDown(log);
+    const left = nodeLeftovers(state);
+    if (left.length > 0) throw new Error(`the node cluster left behind: ${left.join('; ')}`);
+  };
+}
