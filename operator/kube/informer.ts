@@ -135,6 +135,8 @@ export class ResilientInformer<T extends KubernetesObject> {
   private syncWaiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
   private resourceVersion = '';
   private stopped = true;
+  /** stop() was called (and start() not since): a wait for the sync would never end. */
+  private stopCalled = false;
   private isSynced = false;
   private lastStart = 0;
   private cancelRestart: (() => void) | undefined;
@@ -221,6 +223,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   /** Starts listing and watching; resolves after the first list attempt (successful or not). */
   start(): Promise<void> {
     this.stopped = false;
+    this.stopCalled = false;
     return this.attempt();
   }
 
@@ -232,7 +235,9 @@ export class ResilientInformer<T extends KubernetesObject> {
   waitForSync(signal?: AbortSignal): Promise<void> {
     if (this.isSynced) return Promise.resolve();
     const stopped = () => new Error(`informer ${this.name} stopped before it synced`);
-    if (signal?.aborted || this.stopped) return Promise.reject(stopped());
+    // Not started yet is not stopped: a reconciler may wait for caches that another runnable
+    // starts a moment later (runtime/manager.ts starts them side by side).
+    if (signal?.aborted || this.stopCalled) return Promise.reject(stopped());
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         this.syncWaiters = this.syncWaiters.filter((w) => w !== waiter);
@@ -266,6 +271,7 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopCalled = true;
     const waiters = this.syncWaiters;
     this.syncWaiters = [];
     for (const w of waiters) w.reject(new Error(`informer ${this.name} stopped before it synced`));

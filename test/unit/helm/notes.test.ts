@@ -13,6 +13,7 @@ describe('NOTES.txt', () => {
     const notes = readFileSync(join(chartDir, 'templates', 'NOTES.txt'), 'utf8');
     const paths = [...notes.matchAll(/\bexamples\/[\w./-]+\.ya?ml\b/g)].map((m) => m[0]);
     expect(paths).toContain('examples/gateway-api/httproute-well-known.yaml');
+    expect(paths).toContain('examples/demo-agent.yaml');
     expect(paths.filter((p) => !existsSync(join(repoRoot, p)))).toEqual([]);
   });
 });

@@ -240,6 +240,20 @@ describe('ResilientInformer.waitForSync', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('waits for an informer not started yet, and ends once it has started and synced', async () => {
+    const clock = new ManualClock();
+    const api = fakeApi(clock);
+    const informer = informerOn(clock, api.client);
+    let synced = false;
+    const waiting = informer.waitForSync().then(() => (synced = true));
+    await settle();
+    expect(synced).toBe(false);
+    await informer.start();
+    await waiting;
+    expect(synced).toBe(true);
+    await informer.stop();
+  });
+
   it('rejects when its signal aborts or the informer stops first', async () => {
     const clock = new ManualClock();
     const api = fakeApi(clock);
