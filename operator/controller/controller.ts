@@ -178,7 +178,13 @@ export class Controller {
           path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
         },
         { what: `configmaps in ${where}`, path: collectionPath('/api/v1', 'configmaps', namespace) },
-        { what: `secrets in ${where}`, path: collectionPath('/api/v1', 'secrets', namespace) },
+        ...(this.opts.secretNames?.length
+          ? this.opts.secretNames.map((name) => ({
+              what: `secrets named ${name} in ${where}`,
+              path: collectionPath('/api/v1', 'secrets', namespace),
+              fieldSelector: `metadata.name=${name}`,
+            }))
+          : [{ what: `secrets in ${where}`, path: collectionPath('/api/v1', 'secrets', namespace) }]),
         { what: `pods in ${where}`, path: collectionPath('/api/v1', 'pods', namespace) },
       ];
     });

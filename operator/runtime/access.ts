@@ -22,6 +22,8 @@ export interface ListSource {
   what: string;
   path: string;
   labelSelector?: string;
+  /** Named mode lists Secrets by `metadata.name=` only: RBAC resourceNames allow nothing else. */
+  fieldSelector?: string;
 }
 
 const FINAL = new Set([401, 403, 404]);
@@ -38,7 +40,7 @@ export async function checkListAccess(
       for (;;) {
         try {
           await client.request('GET', source.path, {
-            query: { labelSelector: source.labelSelector, limit: 1 },
+            query: { labelSelector: source.labelSelector, fieldSelector: source.fieldSelector, limit: 1 },
             accept: METADATA_ONLY.list,
             signal: opts.signal,
           });
