@@ -85,7 +85,13 @@ const SHUTDOWN_BUDGET_MS = 20_000;
 
 export async function runOperator(
   flags: OperatorConfig,
-  opts: { signal: AbortSignal; log: Logger; onListening?: (metricsPort: number) => void },
+  opts: {
+    signal: AbortSignal;
+    log: Logger;
+    onListening?: (metricsPort: number) => void;
+    /** Called once the configuration is loaded, just before 'operator starting' is logged. */
+    onStarting?: () => void;
+  },
 ): Promise<number> {
   const { log } = opts;
   const identity = `${process.env.POD_NAME || hostname()}_${randomBytes(4).toString('hex')}`;
@@ -240,6 +246,7 @@ export async function runOperator(
     },
   });
   opts.onListening?.(health.port);
+  opts.onStarting?.();
   log.info('operator starting', {
     identity,
     metricsPort: health.port,

@@ -285,7 +285,6 @@ export async function run(argv: string[]): Promise<number> {
   setFlagsFromString('--optimize-for-size');
   const { runOperator } = await import('../../manager/manager.ts');
   const log = createLogger({ component: 'operator' });
-  logHeapLimit(log, heap);
   const shutdown = new AbortController();
   const onSignal = (signal: string) => {
     if (shutdown.signal.aborted) return;
@@ -294,7 +293,12 @@ export async function run(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
-  const exitCode = await runOperator(flags, { signal: shutdown.signal, log });
+  const exitCode = await runOperator(flags, {
+    signal: shutdown.signal,
+    log,
+    // After the configuration loaded: a usage error stays the one line on stderr.
+    onStarting: () => logHeapLimit(log, heap),
+  });
   // A replica that lost the leader lease exits at once: requests still in flight must not reach
   // the API server after another replica took over (stderr is a pipe or file: written already).
   if (exitCode !== 0) process.exit(exitCode);
