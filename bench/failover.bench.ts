@@ -18,7 +18,7 @@
  *   returned) and each changed card reconciled for its new generation with `Ready=True`; then its
  *   reconcile count, scraped every 0.5 s, going up by N (every card re-planned);
  * - a new standby replaces the killed process and the next kill hits the new leader.
- * Builds take turns kill by kill is not possible (each needs its own pair of processes); they run
+ * Builds cannot take turns kill by kill (each needs its own pair of processes); they run
  * one after the other on the same cards, so the machine's load is compared over minutes, not
  * seconds: repeat runs and read ratios.
  *
