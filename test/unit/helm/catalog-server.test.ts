@@ -52,6 +52,9 @@ describe('the catalog server (catalogServer.enabled)', async () => {
     // the catalog (/readyz) would fail every first `helm install --wait`.
     const c = (on.one('Deployment', name) as any).spec.template.spec.containers[0];
     expect(c.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    // A slow start is not a restart loop: liveness counts once the startup probe passed.
+    expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold).toBeGreaterThanOrEqual(120);
   });
 
   it('has a PDB, a Service, and the Ingress and HTTPRoute asked for', () => {
