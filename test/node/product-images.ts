@@ -24,6 +24,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -256,17 +257,27 @@ async function cached(
         const digest = writeImageArchive(spec(), tmp);
         renameSync(tmp, archive);
         writeFileSync(digestFile, digest + '\n');
-        // Older assemblies of the same image (other inputs) are not used again.
+        // Assemblies of the same image from other inputs that no run has used for a day (other
+        // checkouts on the machine may still use recent ones).
         const prefix = `${name.replace(/[/:]/g, '_')}-`;
         for (const file of readdirSync(dirname(base))) {
-          if (file.startsWith(prefix) && !file.startsWith(`${prefix}${key}.`) && /\.(tar|digest)$/.test(file))
-            rmSync(join(dirname(base), file), { force: true });
+          const path = join(dirname(base), file);
+          if (
+            !file.startsWith(prefix) ||
+            file.startsWith(`${prefix}${key}.`) ||
+            !/\.(tar|digest)$/.test(file)
+          )
+            continue;
+          if (Date.now() - statSync(path).mtimeMs > 86_400_000) rmSync(path, { force: true });
         }
         log(`assembled ${name} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       },
       () => log(`waiting for another process that assembles ${name}`),
     );
   }
+  const now = new Date();
+  utimesSync(archive, now, now);
+  utimesSync(digestFile, now, now);
   return { name, archive, digest: readFileSync(digestFile, 'utf8').trim() };
 }
 
@@ -467,9 +478,15 @@ export async function buildProductImages(log: (line: string) => void = () => {})
   return [await operatorImage(log), await nginxImage(log)];
 }
 
+/** An image's reference by digest (`repo@sha256:...`), as the chart's pinned images are named. */
+export function digestReference(image: BuiltImage): string {
+  return `${image.name.slice(0, image.name.lastIndexOf(':'))}@${image.digest}`;
+}
+
 /**
- * Imports `images` into the node's containerd (namespace k8s.io, where the kubelet finds them),
- * but those it already holds at the same digest (a reused node cluster).
+ * Imports `images` into the node's containerd (namespace k8s.io, where the kubelet finds them)
+ * under their tag and their digest reference (`--digests`), but those it already holds (a
+ * reused node cluster).
  */
 export async function importImages(state: NodeClusterState, images: BuiltImage[]): Promise<void> {
   const ctr = (...args: string[]) =>
@@ -479,13 +496,15 @@ export async function importImages(state: NodeClusterState, images: BuiltImage[]
       ['--address=/run/containerd/containerd.sock', '--namespace=k8s.io', ...args],
       300_000,
     );
-  const present = await ctr('images', 'ls');
+  const present = new Set(
+    (await ctr('images', 'ls'))
+      .split('\n')
+      .filter((line) => line.includes('sha256:'))
+      .map((line) => `${line.trim().split(/\s+/)[0]} ${/sha256:[0-9a-f]{64}/.exec(line)![0]}`),
+  );
   for (const image of images) {
-    const held = present.split('\n').some((line) => {
-      const [ref] = line.trim().split(/\s+/);
-      return ref === image.name && line.includes(image.digest);
-    });
-    if (!held) await ctr('images', 'import', image.archive);
+    const held = [image.name, digestReference(image)].every((ref) => present.has(`${ref} ${image.digest}`));
+    if (!held) await ctr('images', 'import', '--digests', image.archive);
   }
 }
 
