@@ -192,7 +192,7 @@ let publicKey: JWK;
 
 describe('the product on a real node', () => {
   beforeAll(async () => {
-    images = await productImages(state, inject('productImages'));
+    images = productImages(inject('productImages'));
     await k('create', 'namespace', opNs);
     const started = Date.now();
     // As a user installs it: `--wait` returns once every Deployment of the release is available
