@@ -3,6 +3,7 @@ import * as jose from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expiryWarningAt } from '../../../operator/card/certificate.ts';
 import { renderV1 } from '../../../operator/card/render.ts';
+import { signCatalog, verifyCatalog } from '../../../operator/catalog/signature.ts';
 import {
   importCertificateSigningKey,
   importSigningKey,
@@ -115,6 +116,15 @@ describe('certificate signing keys', () => {
     expect(header(sigs[1]!.protected).x5c).toHaveLength(2);
     const result = await verifyCard(signed, publicJwks([jwk, cert]));
     expect(result.results.map((r) => r.ok)).toEqual([true, true]);
+  });
+
+  it('signs a catalog with x5c in its compact JWS header', async () => {
+    const e = await tlsSecretEntries({ root, intermediate, uri: SPIFFE });
+    const key = await importCertificateSigningKey(material(e));
+    const signed = await signCatalog({ specVersion: '1.0', entries: [] }, key);
+    const [protectedPart] = (signed.signature as string).split('.');
+    expect(header(protectedPart!).x5c).toEqual(key.x5c);
+    expect((await verifyCatalog(signed, publicJwks([key]))).verified).toBe(true);
   });
 
   it('refuses a key that does not match its certificate', async () => {
