@@ -64,26 +64,6 @@ const SecretKeySelectorSchema = z
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-export const IssuerRefSchema = z
-  .strictObject({
-    name: z.string().min(1).max(253).describe('Name of the issuer.'),
-    kind: z
-      .string()
-      .min(1)
-      .max(63)
-      .default('Issuer')
-      .describe(
-        'Kind of the issuer: Issuer (in the namespace of the AgentCard) or ClusterIssuer (default "Issuer").',
-      ),
-    group: z
-      .string()
-      .min(1)
-      .max(253)
-      .default('cert-manager.io')
-      .describe('API group of the issuer (default "cert-manager.io"; external issuers have their own).'),
-  })
-  .describe("A cert-manager issuer, as in a Certificate's spec.issuerRef.");
-
 export const CertificateKeySchema = z
   .strictObject({
     secretName: z
@@ -92,20 +72,8 @@ export const CertificateKeySchema = z
       .max(253)
       .regex(DNS_SUBDOMAIN, 'must be a Secret name (a lower-case DNS subdomain)')
       .describe(
-        'A kubernetes.io/tls Secret in the namespace of the AgentCard: tls.crt (the certificate, then its intermediates), tls.key, optional ca.crt. With issuerRef, the Secret the requested certificate is written to (and the name of the cert-manager Certificate).',
+        'A kubernetes.io/tls Secret in the namespace of the AgentCard: tls.crt (the certificate, then its intermediates), tls.key, optional ca.crt.',
       ),
-    issuerRef: IssuerRefSchema.describe(
-      'Request the certificate from this cert-manager issuer: the operator creates and owns a Certificate named secretName whose URI SAN is the agent identity the administrator configured (e.g. a SPIFFE ID), and signs with the Secret it issues.',
-    ).optional(),
-    serviceAccountName: z
-      .string()
-      .min(1)
-      .max(253)
-      .regex(DNS_SUBDOMAIN, 'must be a ServiceAccount name')
-      .describe(
-        'With issuerRef: the ServiceAccount of the agent in the identity (the {serviceAccount} of the identity template; default "default"). The namespace is always the AgentCard\'s.',
-      )
-      .optional(),
   })
   .describe(
     'A certificate signing key: each signature carries the certificate chain in its protected header ("x5c", RFC 7515 section 4.1.6) next to the kid.',
@@ -612,7 +580,6 @@ export type AudienceStatus = NonNullable<AgentCardStatus['audiences']>[number];
 export type SpecCard = z.infer<typeof SpecCardSchema>;
 export type SigningKeyRef = z.infer<typeof SigningKeyRefSchema>;
 export type CertificateKey = z.infer<typeof CertificateKeySchema>;
-export type IssuerRef = z.infer<typeof IssuerRefSchema>;
 export type Serving = z.infer<typeof ServingSchema>;
 export type Probe = z.infer<typeof ProbeSchema>;
 export type ProbeCredential = z.infer<typeof ProbeCredentialSchema>;

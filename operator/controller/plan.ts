@@ -295,19 +295,11 @@ async function loadCertificateKey(
 > {
   const cert = ref.certificate!;
   const name = cert.secretName;
-  if (cert.issuerRef && subject !== 'card') {
-    return {
-      reason: 'SigningCertificateInvalid',
-      message: `${where}: certificate.issuerRef is for AgentCards (the identity is an agent's); for a ${subject}, name the kubernetes.io/tls Secret of a certificate you request yourself in certificate.secretName`,
-    };
-  }
   const secret = secrets.get(name);
   if (!secret) {
     return {
       reason: 'SigningKeyNotFound',
-      message: cert.issuerRef
-        ? `${where}: certificate Secret "${name}" not issued yet (cert-manager Certificate "${name}" in namespace ${namespace}, issuer ${cert.issuerRef.kind} "${cert.issuerRef.name}"); the ${subject} is signed as soon as it is issued`
-        : `${where}: certificate Secret "${name}" not found in namespace ${namespace}; create a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt); the ${subject} is signed as soon as it exists`,
+      message: `${where}: certificate Secret "${name}" not found in namespace ${namespace}; create a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt); the ${subject} is signed as soon as it exists`,
     };
   }
   const missing = [TLS_ENTRIES.certificate, TLS_ENTRIES.privateKey].filter((k) => !secret.data[k]);
