@@ -62,11 +62,29 @@ const SecretKeySelectorSchema = z
   })
   .describe('A key of a Secret in the same namespace.');
 
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export const CertificateKeySchema = z
+  .strictObject({
+    secretName: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(DNS_SUBDOMAIN, 'must be a Secret name (a lower-case DNS subdomain)')
+      .describe(
+        'A kubernetes.io/tls Secret in the namespace of the AgentCard: tls.crt (the certificate, then its intermediates), tls.key, optional ca.crt.',
+      ),
+  })
+  .describe(
+    'A certificate signing key: each signature carries the certificate chain in its protected header ("x5c", RFC 7515 section 4.1.6) next to the kid.',
+  );
+
 export const SigningKeyRefSchema = z
   .strictObject({
     secretRef: SecretKeySelectorSchema.describe(
       'The Secret entry holding the private key: a private JWK (JSON) or a PKCS#8 PEM.',
-    ),
+    ).optional(),
+    certificate: CertificateKeySchema.optional(),
     kid: z
       .string()
       .min(1)
@@ -81,7 +99,20 @@ export const SigningKeyRefSchema = z
       )
       .optional(),
   })
-  .describe('A signing key; each key adds one signature, in order.');
+  .refine((k) => (k.secretRef === undefined) !== (k.certificate === undefined), {
+    message: 'set exactly one of secretRef and certificate',
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.secretRef) != has(self.certificate)',
+        message: 'set exactly one of secretRef and certificate',
+      },
+    ],
+  })
+  .describe(
+    'A signing key (a JWK or PEM in a Secret, or a certificate); each key adds one signature, in order.',
+  );
 
 export const SigningSchema = z
   .strictObject({
@@ -361,6 +392,19 @@ export const AgentCardSpecSchema = z
       }
       if (k.kid !== undefined) kids.add(k.kid);
     });
+    const certificates = new Set<string>();
+    spec.signing?.keys.forEach((k, i) => {
+      const name = k.certificate?.secretName;
+      if (name === undefined) return;
+      if (certificates.has(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signing', 'keys', i, 'certificate', 'secretName'],
+          message: `duplicate certificate Secret "${name}"`,
+        });
+      }
+      certificates.add(name);
+    });
   })
   .describe('The desired Agent Card and how it is signed, served and probed.');
 
@@ -369,7 +413,26 @@ export const AgentCardSpecSchema = z
 
 const time = (what: string) => z.iso.datetime({ offset: true }).describe(`${what} (RFC 3339).`);
 
-export const CONDITION_TYPES = ['Accepted', 'Signed', 'Published', 'InterfacesReachable', 'Ready'] as const;
+export const CONDITION_TYPES = [
+  'Accepted',
+  'Signed',
+  'Published',
+  'InterfacesReachable',
+  'CertificatesValid',
+  'Ready',
+] as const;
+
+/** The public facts of a signing certificate in status. */
+export const SignatureCertificateSchema = z
+  .strictObject({
+    subject: z.string().describe('Subject of the signing (leaf) certificate.'),
+    issuer: z.string().describe('Issuer of the signing certificate.'),
+    identities: z
+      .array(z.string())
+      .describe('Its subject alternative names: URIs (such as a SPIFFE ID) first, then DNS names.'),
+    notAfter: time('When the certificate expires'),
+  })
+  .describe('The certificate of a signature (signing.keys[].certificate), as carried in its x5c header.');
 
 /** status.signatures of a published document (a card, a catalog): the key ids and algorithms. */
 export const publishedSignaturesSchema = (document: string, description: string) =>
@@ -379,6 +442,7 @@ export const publishedSignaturesSchema = (document: string, description: string)
         .strictObject({
           kid: z.string().describe('Key id of the signature.'),
           alg: z.string().describe('JWS algorithm of the signature.'),
+          certificate: SignatureCertificateSchema.optional(),
         })
         .describe(`A signature of the published ${document}.`),
     )
@@ -515,6 +579,7 @@ export type Audience = z.infer<typeof AudienceSchema>;
 export type AudienceStatus = NonNullable<AgentCardStatus['audiences']>[number];
 export type SpecCard = z.infer<typeof SpecCardSchema>;
 export type SigningKeyRef = z.infer<typeof SigningKeyRefSchema>;
+export type CertificateKey = z.infer<typeof CertificateKeySchema>;
 export type Serving = z.infer<typeof ServingSchema>;
 export type Probe = z.infer<typeof ProbeSchema>;
 export type ProbeCredential = z.infer<typeof ProbeCredentialSchema>;

@@ -317,7 +317,7 @@ export class Controller {
 
   // ---- the reconcile -------------------------------------------------------------------------
 
-  async reconcile(key: string, signal: AbortSignal): Promise<void> {
+  async reconcile(key: string, signal: AbortSignal): Promise<{ requeueAfterMs: number } | undefined> {
     const [namespace, name] = splitKey(key);
     const resource = this.currentCard(namespace, name);
     if (!resource || resource.metadata.deletionTimestamp) {
@@ -327,8 +327,9 @@ export class Controller {
     const started = process.hrtime.bigint();
     const log = this.log.child({ namespace, name });
     try {
-      await this.reconcileCard(key, resource, log, signal);
+      const requeueAfterMs = await this.reconcileCard(key, resource, log, signal);
       this.opts.metrics.reconcileTotal.inc({ result: 'success' });
+      return requeueAfterMs !== undefined ? { requeueAfterMs } : undefined;
     } catch (err) {
       this.opts.metrics.reconcileTotal.inc({ result: 'error' });
       throw err;
@@ -342,7 +343,7 @@ export class Controller {
     resource: AgentCardObject,
     log: Logger,
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<number | undefined> {
     const { namespace, name } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
     const secrets = await readReferencedSecrets(
@@ -408,7 +409,7 @@ export class Controller {
         resource.metadata.resourceVersion,
         signal,
       );
-      if (!written) return; // deleted meanwhile
+      if (!written) return undefined; // deleted meanwhile
     }
 
     if (plan.configMap || plan.statusChanged) {
@@ -430,9 +431,12 @@ export class Controller {
       digest: plan.status.card?.digest,
       conditions: plan.status.conditions,
       podsMissingSidecar: plan.status.serving?.podsMissingSidecar,
+      signatures: plan.status.signatures,
     });
     if (plan.spec) this.opts.probes.track(key, plan.spec, secrets);
     if (publishError) throw publishError;
+    // A signing certificate's expiry warning or expiry: reconciled then, not at the next resync.
+    return plan.requeueAfterMs;
   }
 
   /** Re-queues one card, behind any change to act on (probe verdict changes). */

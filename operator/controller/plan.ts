@@ -16,7 +16,8 @@ import { variantData, type VariantFiles } from './audiences/publish.ts';
 import { signVariants } from './audiences/sign.ts';
 import { API_VERSION, configMapName, KIND } from '../api/names.ts';
 import { serializeCard } from '../card/serialize.ts';
-import { importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
+import { expiryWarningAt } from '../card/certificate.ts';
+import { importCertificateSigningKey, importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
 import { deriveReady, getCondition, setCondition, type ConditionInput } from './conditions.ts';
 import {
@@ -99,6 +100,8 @@ export interface Plan {
   ready: ConditionStatus;
   /** Why the card was signed again or not (for debug logs). */
   signingNote?: string;
+  /** Reconcile again after this long: the next certificate expiry warning or expiry is due. */
+  requeueAfterMs?: number;
 }
 
 const MAX_LISTED_PROBLEMS = 3;
@@ -156,6 +159,35 @@ function importCached(
   return key;
 }
 
+/** Imported certificate keys, cached like importCached (the checks of `now` are redone by the caller). */
+function importCertificateCached(
+  material: { certificate: string; privateKey: string; ca?: string },
+  kid: string | undefined,
+  alg: string | undefined,
+  now: Date,
+): Promise<SigningKey> {
+  const digest = createHash('sha256')
+    .update(material.certificate)
+    .update('\u0000')
+    .update(material.privateKey)
+    .update('\u0000')
+    .update(material.ca ?? '')
+    .digest('hex');
+  const id = `x509\u0000${digest}\u0000${kid ?? ''}\u0000${alg ?? ''}`;
+  let key = keyCache.get(id);
+  if (!key) {
+    key = importCertificateSigningKey(material, { kid, alg, now });
+    keyCache.set(id, key);
+    key.catch(() => keyCache.delete(id));
+    if (keyCache.size > KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value as string);
+  }
+  return key;
+}
+
+const MAX_REQUEUE_MS = 24 * 3600_000;
+
+const TLS_ENTRIES = { certificate: 'tls.crt', privateKey: 'tls.key', ca: 'ca.crt' } as const;
+
 export interface SigningOutcome {
   condition: Omit<ConditionInput, 'type' | 'observedGeneration'>;
   keys?: SigningKey[];
@@ -172,6 +204,7 @@ export async function loadSigningKeys(
   secrets: ReadonlyMap<string, SecretView | undefined>,
   served: string,
   subject: 'card' | 'catalog' = 'card',
+  now: Date = new Date(),
 ): Promise<SigningOutcome> {
   const signing = spec.signing;
   if (!signing) {
@@ -184,11 +217,20 @@ export async function loadSigningKeys(
       keys: [],
     };
   }
-  const problems: Array<{ reason: 'SigningKeyNotFound' | 'SigningKeyInvalid'; message: string }> = [];
+  const problems: Array<{
+    reason: 'SigningKeyNotFound' | 'SigningKeyInvalid' | 'SigningCertificateInvalid';
+    message: string;
+  }> = [];
   const keys: SigningKey[] = [];
   for (const [i, ref] of signing.keys.entries()) {
     const where = `spec.signing.keys[${i}]`;
-    const { name, key } = ref.secretRef;
+    if (ref.certificate) {
+      const loaded = await loadCertificateKey(ref, where, namespace, secrets, subject, now);
+      if ('key' in loaded) keys.push(loaded.key);
+      else problems.push(loaded);
+      continue;
+    }
+    const { name, key } = ref.secretRef!;
     const secret = secrets.get(name);
     if (!secret) {
       problems.push({
@@ -237,6 +279,100 @@ export async function loadSigningKeys(
       message: `${subject === 'card' ? '' : `${subject} `}signed with ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')}`,
     },
     keys,
+  };
+}
+
+/** One certificate key (spec.signing.keys[i].certificate): the kubernetes.io/tls Secret it names. */
+async function loadCertificateKey(
+  ref: NonNullable<AgentCardSpec['signing']>['keys'][number],
+  where: string,
+  namespace: string,
+  secrets: ReadonlyMap<string, SecretView | undefined>,
+  subject: 'card' | 'catalog',
+  now: Date,
+): Promise<
+  { key: SigningKey } | { reason: 'SigningKeyNotFound' | 'SigningCertificateInvalid'; message: string }
+> {
+  const cert = ref.certificate!;
+  const name = cert.secretName;
+  const secret = secrets.get(name);
+  if (!secret) {
+    return {
+      reason: 'SigningKeyNotFound',
+      message: `${where}: certificate Secret "${name}" not found in namespace ${namespace}; create a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt); the ${subject} is signed as soon as it exists`,
+    };
+  }
+  const missing = [TLS_ENTRIES.certificate, TLS_ENTRIES.privateKey].filter((k) => !secret.data[k]);
+  if (missing.length > 0) {
+    return {
+      reason: 'SigningKeyNotFound',
+      message: `${where}: Secret "${name}" has no ${missing.join(' and ')}; a certificate signing key is a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt)`,
+    };
+  }
+  const text = (k: string) => Buffer.from(secret.data[k]!, 'base64').toString('utf8');
+  try {
+    const key = await importCertificateCached(
+      {
+        certificate: text(TLS_ENTRIES.certificate),
+        privateKey: text(TLS_ENTRIES.privateKey),
+        ...(secret.data[TLS_ENTRIES.ca] ? { ca: text(TLS_ENTRIES.ca) } : {}),
+      },
+      ref.kid,
+      ref.alg,
+      now,
+    );
+    // A cached import was checked at another time: its validity is checked again now.
+    const facts = key.certificate!;
+    if (now.getTime() > Date.parse(facts.notAfter))
+      throw new UserError(`the certificate (${facts.subject}) expired at ${facts.notAfter}`);
+    if (now.getTime() < Date.parse(facts.notBefore))
+      throw new UserError(`the certificate (${facts.subject}) is not valid before ${facts.notBefore}`);
+    return { key };
+  } catch (err) {
+    const why = err instanceof UserError ? describeError(err) : 'it is not a usable certificate and key';
+    return {
+      reason: 'SigningCertificateInvalid',
+      message: `${where}: the certificate in Secret "${name}" cannot be used: ${why}`,
+    };
+  }
+}
+
+/**
+ * CertificatesValid: whether any signing certificate is close to expiry (certificate.ts,
+ * expiryWarningAt). Undefined when no key is a certificate. `nextCheck` is when the verdict
+ * changes next (the warning, then the expiry), for a timely re-queue.
+ */
+export function certificateExpiry(
+  keys: readonly SigningKey[],
+  now: Date,
+): { condition: Omit<ConditionInput, 'type' | 'observedGeneration'>; nextCheck: Date } | undefined {
+  const certs = keys.flatMap((k, i) => (k.certificate ? [{ i, kid: k.kid, facts: k.certificate }] : []));
+  if (certs.length === 0) return undefined;
+  const withWarning = certs.map((c) => ({ ...c, warnAt: expiryWarningAt(c.facts) }));
+  const expiring = withWarning.filter((c) => now >= c.warnAt);
+  const soonest = [...withWarning].sort(
+    (a, b) => Date.parse(a.facts.notAfter) - Date.parse(b.facts.notAfter),
+  )[0]!;
+  const upcoming = withWarning.map((c) => (now < c.warnAt ? c.warnAt : new Date(c.facts.notAfter)));
+  const nextCheck = new Date(Math.min(...upcoming.map((d) => d.getTime())));
+  if (expiring.length > 0) {
+    const first = expiring[0]!;
+    return {
+      condition: {
+        status: 'False',
+        reason: 'CertificateExpiring',
+        message: `the signing certificate ${first.facts.subject} (kid ${first.kid}) expires at ${first.facts.notAfter} and has not been renewed${expiring.length > 1 ? ` (and ${expiring.length - 1} more)` : ''}; renew it (cert-manager: check the Certificate's Issuing condition), the card stops being signed when it expires`,
+      },
+      nextCheck,
+    };
+  }
+  return {
+    condition: {
+      status: 'True',
+      reason: 'Valid',
+      message: `${certs.length === 1 ? 'the signing certificate is' : `${certs.length} signing certificates are`} valid; the first expires at ${soonest.facts.notAfter} (warning from ${soonest.warnAt.toISOString()})`,
+    },
+    nextCheck,
   };
 }
 
@@ -321,6 +457,8 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   let signatures = previous.signatures;
   let audiences = previous.audiences;
   let signingNote: string | undefined;
+  let requeueAfterMs: number | undefined;
+  const dropConditions: string[] = [];
 
   const validation = validateSpec(resource.spec);
   const served = servedNote(input.liveConfigMap);
@@ -349,8 +487,21 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         'Accepted',
       ),
     );
-    const signing = await loadSigningKeys(spec, namespace, input.secrets, served);
+    const signing = await loadSigningKeys(spec, namespace, input.secrets, served, 'card', now);
     next.push(at(signing.condition, 'Signed'));
+    if (signing.keys) {
+      const expiry = certificateExpiry(signing.keys, now);
+      if (expiry) {
+        next.push(at(expiry.condition, 'CertificatesValid'));
+        // Capped: a timer cannot wait past 2^31 ms, and the resync checks again anyway.
+        requeueAfterMs = Math.min(
+          MAX_REQUEUE_MS,
+          Math.max(1000, expiry.nextCheck.getTime() - now.getTime() + 1000),
+        );
+      } else {
+        dropConditions.push('CertificatesValid');
+      }
+    }
     if (!signing.keys) {
       next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
     } else {
@@ -399,7 +550,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         const digest = digestOf(files.card);
         const bytes = byteLength(files.card);
         card = { digest, bytes, version: validation.card.version, configMap: cmName };
-        signatures = keys.map((k) => ({ kid: k.kid, alg: k.alg }));
+        signatures = keys.map(signatureStatus);
         audiences = audienceStatus(others, wanted);
         next.push(
           at(
@@ -419,7 +570,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   next.push({ type: 'InterfacesReachable', ...verdict.condition });
   next.push(deriveReady(next, generation));
 
-  let conditions: Condition[] = [...prevConditions];
+  let conditions: Condition[] = prevConditions.filter((c) => !dropConditions.includes(c.type));
   for (const c of next) conditions = setCondition(conditions, c, now);
 
   const status: ControllerStatus = {
@@ -450,5 +601,24 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     ],
     ready,
     signingNote,
+    ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
+  };
+}
+
+/** status.signatures[] of one key: kid, alg and, for a certificate key, its public facts. */
+export function signatureStatus(k: SigningKey): NonNullable<ControllerStatus['signatures']>[number] {
+  return {
+    kid: k.kid,
+    alg: k.alg,
+    ...(k.certificate
+      ? {
+          certificate: {
+            subject: k.certificate.subject,
+            issuer: k.certificate.issuer,
+            identities: [...k.certificate.identities],
+            notAfter: k.certificate.notAfter.replace(/\.\d{3}Z$/, 'Z'),
+          },
+        }
+      : {}),
   };
 }

@@ -40,7 +40,8 @@ import {
   type ConfigMapObject,
   type LiveConfigMap,
 } from '../configmap.ts';
-import { loadSigningKeys, type SecretView } from '../plan.ts';
+import { loadSigningKeys, signatureStatus, type SecretView } from '../plan.ts';
+import { sameChain } from '../resign.ts';
 import { canonicalJson as statusJson } from '../status.ts';
 import type { Condition, ConditionStatus } from '../types.ts';
 import type { CatalogStatus } from '../../catalog/resource.ts';
@@ -148,7 +149,12 @@ async function signedText(
           string,
           unknown
         >;
-        if (header.kid === key.kid && header.alg === key.alg && header.jku === jku) {
+        if (
+          header.kid === key.kid &&
+          header.alg === key.alg &&
+          header.jku === jku &&
+          sameChain(header.x5c, key.x5c)
+        ) {
           const check = await verifyCatalog(live, publicJwks([key]));
           if (check.verified) return liveText;
         }
@@ -284,7 +290,14 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
     const served = input.liveConfigMap(catalogConfigMapName(input.kind, input.catalog.metadata.name))
       ? 'the last good catalog stays published'
       : 'nothing is published yet';
-    const signing = await loadSigningKeys(spec, input.publishNamespace, input.secrets, served, 'catalog');
+    const signing = await loadSigningKeys(
+      spec,
+      input.publishNamespace,
+      input.secrets,
+      served,
+      'catalog',
+      input.now,
+    );
     next.push(at('Signed', signing.condition));
     if (!signing.keys) {
       next.push(
@@ -394,7 +407,7 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
           configMap: rootName,
           namespace: input.publishNamespace,
           ...(skipped.length ? { skipped: skipped.slice(0, MAX_SKIPPED) } : {}),
-          ...(key ? { signatures: [{ kid: key.kid, alg: key.alg }] } : {}),
+          ...(key ? { signatures: [signatureStatus(key)] } : {}),
         };
         const left = skipped.length
           ? `; ${skipped.length} selected AgentCard(s) left out, first: ${skipped[0]}`

@@ -106,6 +106,7 @@ describe('the AgentCard CRD', () => {
         '.spec.card.securitySchemes{}',
         '.spec.card.securitySchemes{}.oauth2SecurityScheme.flows',
         '.spec.probe.interval',
+        '.spec.signing.keys[]',
         '.spec.audiences',
         '.spec.audiences[]',
         '.spec.audiences[].name',
@@ -123,6 +124,7 @@ describe('the AgentCard CRD', () => {
       '(has(self.apiKeySecurityScheme) ? 1 : 0) + (has(self.httpAuthSecurityScheme) ? 1 : 0) + (has(self.oauth2SecurityScheme) ? 1 : 0) + (has(self.openIdConnectSecurityScheme) ? 1 : 0) + (has(self.mtlsSecurityScheme) ? 1 : 0) == 1',
     );
     expect(rules['.spec.probe.interval']).toEqual(["duration(self) >= duration('10s')"]);
+    expect(rules['.spec.signing.keys[]']).toEqual(['has(self.secretRef) != has(self.certificate)']);
     // A host belongs to at most one audience, compared case-insensitively.
     expect(rules['.spec.audiences']![0]).toContain('lowerAscii()');
     expect(rules['.spec.audiences[]']).toEqual(['!(has(self.baseURL) && has(self.supportedInterfaces))']);
