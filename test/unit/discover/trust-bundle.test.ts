@@ -8,6 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderV1 } from '../../../operator/card/render.ts';
+import { importCertificateSigningKey, signCard } from '../../../operator/card/sign.ts';
+import { verifyCard } from '../../../operator/card/verify.ts';
+import { parseTrustBundle } from '../../../operator/card/x5c.ts';
+import { tlsSecretEntries } from '../../support/signing-certs.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import { A2A_AGENT_CARD_MEDIA_TYPE } from '../../../operator/catalog/document.ts';
 import { minimalCard } from '../../support/cards.ts';
@@ -253,5 +257,32 @@ describe('the independent Go verifier', () => {
     await refuse('no-usage', /KeyUsage does not allow digitalSignature/);
     await refuse('tampered', /chain: x509: certificate signed by unknown authority/);
     await refuse('changed', /signature: go-jose\/go-jose: error in cryptographic primitive/);
+  });
+
+  it("accepts a card signed by the operator's certificate signer, as ours does", async () => {
+    // A cert-manager style kubernetes.io/tls Secret: tls.crt = leaf + intermediate, ca.crt = root.
+    const tls = await tlsSecretEntries({ uri: AGENT_A });
+    const key = await importCertificateSigningKey({
+      certificate: tls['tls.crt'],
+      privateKey: tls['tls.key'],
+      ca: tls['ca.crt'],
+    });
+    const signed = await signCard(agentCard('Operator signed'), [key]);
+    const file = await writeCard('operator-signed', signed);
+    const bundle = join(dir, 'operator-ca.pem');
+    await writeFile(bundle, tls['ca.crt']);
+    const ours = await verifyCard(
+      signed,
+      { keys: [] },
+      { certificates: { roots: parseTrustBundle(tls['ca.crt'], 'ca.crt'), identities: [TEAM_A] } },
+    );
+    expect(ours).toMatchObject({ verified: true, identity: AGENT_A, kid: key.kid });
+    expect(await goVerify({ card: file, bundle, identity: TEAM_A })).toEqual({
+      verified: true,
+      identity: AGENT_A,
+    });
+    expect(
+      await goVerify({ card: file, bundle, identity: 'spiffe://example.org/ns/team-b/*' }),
+    ).toMatchObject({ verified: false });
   });
 });
