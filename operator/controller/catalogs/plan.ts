@@ -32,6 +32,7 @@ import {
   type CatalogSpec,
 } from '../../catalog/resource.ts';
 import { matchesSelector } from '../../catalog/selector.ts';
+import { loadTrust, verifyPublishedCard, type TrustSources } from '../../catalog/trust.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
 import { getCondition, setCondition, type ConditionInput } from '../conditions.ts';
 import {
@@ -80,6 +81,8 @@ export interface CatalogPlanInput {
   liveNames: readonly string[];
   now: Date;
   publishError?: string;
+  /** The documents spec.trust references, as the controller read them. */
+  trustSources?: TrustSources;
   /**
    * With publishError: the API server refused a ConfigMap itself (422 Invalid), which retrying
    * cannot change; reported as PublishRejected and not retried until the catalog or its cards change.
@@ -109,6 +112,7 @@ const OWNED_FIELDS = [
   'configMap',
   'namespace',
   'skipped',
+  'unverified',
   'signatures',
 ] as const;
 
@@ -202,8 +206,9 @@ function catalogConfigMap(
 export function selectEntries(
   input: Pick<CatalogPlanInput, 'kind' | 'catalog' | 'cards' | 'namespaceLabels'>,
   spec: CatalogSpec,
-): { built: BuiltEntry[]; skipped: string[] } {
+): { built: BuiltEntry[]; views: CardView[]; skipped: string[] } {
   const built: BuiltEntry[] = [];
+  const views: CardView[] = [];
   const skipped: string[] = [];
   const ownNamespace = input.kind === CATALOG_KIND ? input.catalog.metadata.namespace : undefined;
   for (const card of input.cards) {
@@ -220,11 +225,36 @@ export function selectEntries(
       mode: spec.entries,
       requireReady: spec.requireReady,
     });
-    if (result.ok) built.push(result.built);
-    else skipped.push(result.skip);
+    if (result.ok) {
+      built.push(result.built);
+      views.push(card);
+    } else skipped.push(result.skip);
   }
   skipped.sort();
-  return { built, skipped };
+  return { built, views, skipped };
+}
+
+/**
+ * spec.trust: keeps the entries whose published card verifies (noting who signed it), and the
+ * reason for each one left out; or, when the policy itself cannot be used, why.
+ */
+async function trustedEntries(
+  spec: CatalogSpec,
+  selected: { built: BuiltEntry[]; views: CardView[] },
+  sources: TrustSources | undefined,
+): Promise<{ ok: true; built: BuiltEntry[]; skipped: string[] } | { ok: false; error: string }> {
+  if (!spec.trust) return { ok: true, built: selected.built, skipped: [] };
+  const loaded = loadTrust(spec.trust, sources ?? {});
+  if (!loaded.ok) return loaded;
+  const built: BuiltEntry[] = [];
+  const skipped: string[] = [];
+  for (const [i, entry] of selected.built.entries()) {
+    const view = selected.views[i]!;
+    const verdict = await verifyPublishedCard(view.publishedCard, loaded.trust);
+    if (verdict.ok) built.push({ ...entry, facts: { ...entry.facts, signedBy: verdict.signer } });
+    else skipped.push(`${view.namespace}/${view.name}: ${verdict.reason}`);
+  }
+  return { ok: true, built, skipped };
 }
 
 export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan> {
@@ -311,7 +341,11 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         ),
       );
     } else {
-      const { built, skipped } = selectEntries(input, spec);
+      const selected = selectEntries(input, spec);
+      const trusted = await trustedEntries(spec, selected, input.trustSources);
+      const built = trusted.ok ? trusted.built : [];
+      const unverified = trusted.ok ? trusted.skipped : [];
+      const skipped = [...unverified, ...selected.skipped].sort();
       const rootName = catalogConfigMapName(kind, catalog.metadata.name);
       const partName = (i: number) => catalogConfigMapName(kind, catalog.metadata.name, i);
       const liveRoot = input.liveConfigMap(rootName)?.data;
@@ -337,7 +371,15 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         now: formatSeconds(now),
         signed: signing.keys.length > 0,
       });
-      if (!result.ok) {
+      if (!trusted.ok) {
+        next.push(
+          at('Published', {
+            status: 'False',
+            reason: 'TrustPolicyUnavailable',
+            message: `spec.trust cannot be used: ${trusted.error}; no card can be verified, ${served}`,
+          }),
+        );
+      } else if (!result.ok) {
         next.push(
           at('Published', {
             status: 'False',
@@ -407,10 +449,11 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
           configMap: rootName,
           namespace: input.publishNamespace,
           ...(skipped.length ? { skipped: skipped.slice(0, MAX_SKIPPED) } : {}),
+          ...(spec.trust ? { unverified: unverified.length } : {}),
           ...(key ? { signatures: [signatureStatus(key)] } : {}),
         };
         const left = skipped.length
-          ? `; ${skipped.length} selected AgentCard(s) left out, first: ${skipped[0]}`
+          ? `; ${skipped.length} selected AgentCard(s) left out${unverified.length ? ` (${unverified.length} not verified by spec.trust)` : ''}, first: ${skipped[0]}`
           : '';
         next.push(
           at('Published', {
