@@ -399,7 +399,7 @@ const withRule = <T extends z.ZodString>(schema: T, pattern: string, message: st
 export const SourceKeySchema = z
   .strictObject({
     kty: z.enum(['EC', 'OKP', 'RSA']).describe('Key type.'),
-    kid: z.string().min(1).max(256).describe('Key id, matched against the JWS header "kid".').optional(),
+    kid: z.string().min(1).max(256).describe('Key id, matched against the JWS header "kid".'),
     alg: z.string().min(1).max(16).describe('Algorithm the key is used with, e.g. ES256.').optional(),
     use: z.string().max(16).describe('Public key use, "sig".').optional(),
     crv: z.string().max(16).describe('Curve of an EC or OKP key (P-256, P-384, Ed25519).').optional(),
@@ -733,11 +733,6 @@ export const AgentCardStatusSchema = z
         fetchTime: time('When the adopted card was fetched'),
         changeTime: time('When the source last changed to a card that was adopted').optional(),
         changes: z.int().min(0).describe('How many times a changed source card was adopted.').optional(),
-        pendingDigest: z
-          .string()
-          .regex(/^sha256:[0-9a-f]{64}$/)
-          .describe('A changed card seen once, adopted when the next fetch returns it again.')
-          .optional(),
         signature: z
           .strictObject({
             result: z

@@ -36,6 +36,7 @@ import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
+import type { SourceOutcome } from '../source/tracker.ts';
 
 /** An AgentCard as the informer holds it (raw JSON from the API server). */
 export interface AgentCardObject {
@@ -85,6 +86,8 @@ export interface PlanInput {
   maxConfigMapBytes?: number;
   /** The Pods that ask for this card (status.serving); undefined: not reported. */
   serving?: ServingSummary;
+  /** For an adopted card (spec.source): the card taken from the agent (operator/source/). */
+  source?: SourceOutcome;
 }
 
 export interface Plan {
@@ -297,6 +300,20 @@ function publishedDigests(
   return [card.digest, ...(audiences ?? []).map((a) => `${a.name}=${a.digest}`)].join(',');
 }
 
+/** A warning once per distinct source failure, and the tracker's own events (a change adopted). */
+function sourceEvents(before: Condition | undefined, source: SourceOutcome | undefined): PlannedEvent[] {
+  if (!source) return [];
+  const events: PlannedEvent[] = [...source.events];
+  const c = source.condition;
+  if (
+    c.status === 'False' &&
+    (before?.status !== c.status || before.reason !== c.reason || before.message !== c.message)
+  ) {
+    events.push({ type: 'Warning', reason: c.reason, action: 'Fetch', message: c.message });
+  }
+  return events;
+}
+
 export async function planReconcile(input: PlanInput): Promise<Plan> {
   const { resource, now } = input;
   const { name, namespace, uid } = resource.metadata;
@@ -322,17 +339,26 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
   let audiences = previous.audiences;
   let signingNote: string | undefined;
 
-  const validation = validateSpec(resource.spec);
+  const source = input.source;
+  // An adopted card is validated as the written card it amounts to; until the source has given
+  // one, there is nothing to validate (and the published card, if any, stays).
+  const validation = source
+    ? source.spec
+      ? validateSpec(source.spec)
+      : { problems: source.invalid ?? [], spec: undefined, card: undefined }
+    : validateSpec(resource.spec);
   const served = servedNote(input.liveConfigMap);
   const nameProblem = configMapNameProblem(name);
   const notPublished = (why: string): ConditionInput =>
     at({ status: 'False', reason: 'NotPublished', message: `nothing is published yet: ${why}` }, 'Published');
 
+  const noSourceCard = !!source && !source.spec && !source.invalid && !nameProblem;
   if (!validation.spec || !validation.card || nameProblem) {
-    const message = nameProblem ?? specProblemMessage(validation.problems, served);
-    next.push(
-      at({ status: 'False', reason: nameProblem ? 'InvalidName' : 'InvalidSpec', message }, 'Accepted'),
-    );
+    const message = noSourceCard
+      ? `no card from spec.source yet (${source.condition.message}); ${served}`
+      : (nameProblem ?? specProblemMessage(validation.problems, served));
+    const reason = noSourceCard ? 'SourceUnavailable' : nameProblem ? 'InvalidName' : 'InvalidSpec';
+    next.push(at({ status: 'False', reason, message }, 'Accepted'));
     // Nothing else is touched: the conditions keep describing the last published card.
     next.push(
       keep(
@@ -420,10 +446,16 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
 
   const verdict = input.interfaces(spec);
   next.push({ type: 'InterfacesReachable', ...verdict.condition });
+  // SourceAvailable does not gate Ready: the last good card stays published and served.
+  if (source) next.push(at(source.condition, 'SourceAvailable'));
   next.push(deriveReady(next, generation));
 
-  let conditions: Condition[] = [...prevConditions];
+  // A written card has no SourceAvailable condition (an AgentCard that stops adopting drops it).
+  let conditions: Condition[] = source
+    ? [...prevConditions]
+    : prevConditions.filter((c) => c.type !== 'SourceAvailable');
   for (const c of next) conditions = setCondition(conditions, c, now);
+  const sourceStatus = source ? (source.status ?? previous.source) : undefined;
 
   const status: ControllerStatus = {
     observedGeneration: generation,
@@ -436,6 +468,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
       ? { reachableInterfaces: verdict.reachableInterfaces }
       : {}),
     ...(input.serving ? { serving: input.serving } : {}),
+    ...(sourceStatus ? { source: sourceStatus } : {}),
   };
   const ready = getCondition(conditions, 'Ready')!.status;
   return {
@@ -450,6 +483,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         digestAfter: publishedDigests(card, audiences),
       }),
       ...servingEvents(previous.serving, input.serving),
+      ...sourceEvents(getCondition(prevConditions, 'SourceAvailable'), source),
     ],
     ready,
     signingNote,

@@ -31,6 +31,7 @@ import { readCaBundle } from '../probe/ca-bundle.ts';
 import { NamespaceAddresses } from '../controller/namespace-addresses.ts';
 import { noProbes, probeWiring, type ProbeHooks } from '../controller/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
+import { sourceWiring } from '../source/wiring.ts';
 
 export interface OperatorConfig {
   kubeconfig?: string;
@@ -186,6 +187,14 @@ export async function runOperator(
     events,
     probes,
     gate: apiHealth,
+    // spec.source is fetched under the probes' address policy and namespace rule.
+    source: sourceWiring({
+      client,
+      allowCidrs: flags.probeAllowCidrs,
+      denyCidrs: flags.probeDenyCidrs,
+      ownerFor: (ns) => namespaceAddresses.ownerFor(ns),
+      ...(probeCa ? { ca: probeCa } : {}),
+    }),
   });
   // Built before any cache starts: it adds its handlers to the AgentCard controller's caches.
   const catalogs = flags.catalogs
