@@ -132,19 +132,6 @@ export const SigningSchema = z
   })
   .describe('Signing of the card (JCS + detached JWS, A2A spec section 8.4). Absent: the card is unsigned.');
 
-export const ServingSchema = z
-  .strictObject({
-    cacheMaxAgeSeconds: z
-      .int()
-      .min(0)
-      .max(86400)
-      .default(300)
-      .describe('Cache-Control max-age of the served card, in seconds (default 300).'),
-  })
-  // Routing /.well-known/ to the sidecar is the user's Ingress or HTTPRoute (docs/operations.md,
-  // "Routing `/.well-known/` to the sidecar"); the operator does not manage routes.
-  .describe('How the card is served by the sidecar.');
-
 export const ProbeCredentialSchema = z
   .strictObject({
     url: z
@@ -351,6 +338,63 @@ const AudiencesSchema = z
       {
         rule: 'self.all(a, a.hosts.all(h, self.filter(b, b.hosts.exists(g, g.lowerAscii() == h.lowerAscii())).size() == 1))',
         message: 'a host belongs to at most one audience (hosts are compared case-insensitively)',
+      },
+    ],
+  });
+
+const SERVING_HOSTS_MESSAGE =
+  'hosts are only for server Central (the sidecar serves whatever Host reaches it)';
+
+export const ServingSchema = z
+  .strictObject({
+    cacheMaxAgeSeconds: z
+      .int()
+      .min(0)
+      .max(86400)
+      .default(300)
+      .describe('Cache-Control max-age of the served card, in seconds (default 300).'),
+    server: z
+      .enum(['Sidecar', 'Central'])
+      .default('Sidecar')
+      .describe(
+        'Who serves the card: "Sidecar" (default), the container the webhook injects into the Pods that ask for the card; "Central", the operator\'s card server, which serves every such card by Host from its published ConfigMap and keeps answering while the agent has no Pods.',
+      ),
+    hosts: z
+      .array(HostSchema)
+      .max(AUDIENCE_LIMITS.hosts)
+      .superRefine((hosts, ctx) => {
+        const seen = new Set<string>();
+        hosts.forEach((h, i) => {
+          const key = h.toLowerCase();
+          if (seen.has(key)) ctx.addIssue({ code: 'custom', path: [i], message: `duplicate host "${h}"` });
+          seen.add(key);
+        });
+      })
+      .describe(
+        'With server Central: the host names whose requests get the default card (spec.card); the hosts of spec.audiences get their own cards. The card server answers 404 for a host no card claims, and refuses a host two cards claim.',
+      )
+      .meta({
+        'x-kubernetes-validations': [
+          {
+            rule: 'self.all(h, self.exists_one(g, g.lowerAscii() == h.lowerAscii()))',
+            message: 'hosts must be unique (compared case-insensitively)',
+          },
+        ],
+      })
+      .optional(),
+  })
+  // Routing /.well-known/ to the sidecar or the card server is the user's Ingress or HTTPRoute
+  // (docs/operations.md, "Routing `/.well-known/` to the sidecar"; docs/adopt.md).
+  .describe('How the card is served: by the injected sidecar, or by the central card server.')
+  .superRefine((serving, ctx) => {
+    if (serving.hosts !== undefined && serving.server !== 'Central')
+      ctx.addIssue({ code: 'custom', path: ['hosts'], message: SERVING_HOSTS_MESSAGE });
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.hosts) || (has(self.server) && self.server == 'Central')",
+        message: SERVING_HOSTS_MESSAGE,
       },
     ],
   });

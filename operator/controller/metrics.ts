@@ -17,7 +17,11 @@ import { RuntimeMetrics } from '../metrics/runtime.ts';
 import { ScrapeTimeGauge, type Sample } from '../metrics/scrape-time.ts';
 
 /** The `controller` label of each controller's work queue and reconcile metrics. */
-export const CONTROLLER_NAMES = { cards: 'agentcard', catalogs: 'agentcatalog' } as const;
+export const CONTROLLER_NAMES = {
+  cards: 'agentcard',
+  catalogs: 'agentcatalog',
+  adoption: 'adoption',
+} as const;
 
 const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;
 

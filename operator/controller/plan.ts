@@ -544,6 +544,9 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
         cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
         variantData: variantData(others),
+        ...(spec.serving?.server === 'Central'
+          ? { centralHosts: (spec.serving.hosts ?? []).map((h) => h.toLowerCase()) }
+          : {}),
       };
       const cmName = configMapName(name);
       const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);

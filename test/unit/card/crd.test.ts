@@ -120,6 +120,9 @@ describe('the AgentCard CRD', () => {
         '.spec.card.securitySchemes{}.oauth2SecurityScheme.flows',
         '.spec.probe.interval',
         '.spec.signing.keys[]',
+        '.spec.serving',
+        '.spec.serving.hosts',
+        '.spec.serving.hosts[]',
         '.spec.audiences',
         '.spec.audiences[]',
         '.spec.audiences[].name',
@@ -151,6 +154,10 @@ describe('the AgentCard CRD', () => {
     // A host belongs to at most one audience, compared case-insensitively.
     expect(rules['.spec.audiences']![0]).toContain('lowerAscii()');
     expect(rules['.spec.audiences[]']).toEqual(['!(has(self.baseURL) && has(self.supportedInterfaces))']);
+    // Default-audience hosts are for the central card server only.
+    expect(rules['.spec.serving']).toEqual([
+      "!has(self.hosts) || (has(self.server) && self.server == 'Central')",
+    ]);
   });
 
   it('bounds what the CEL rules iterate over (cost estimation)', () => {
