@@ -478,11 +478,15 @@ export async function buildProductImages(log: (line: string) => void = () => {})
   return [await operatorImage(log), await nginxImage(log)];
 }
 
+/** An image's reference by digest (`repo@sha256:...`), as the chart's pinned images are named. */
+export function digestReference(image: BuiltImage): string {
+  return `${image.name.slice(0, image.name.lastIndexOf(':'))}@${image.digest}`;
+}
+
 /**
- * Imports `images` into the node's containerd (namespace k8s.io, where the kubelet finds them),
- * but those it already holds at the same digest (a reused node cluster). Pods name them by tag:
- * containerd's CRI does not resolve a digest reference (`repo@sha256:...`) to an imported image,
- * and the kubelet then tries to pull it.
+ * Imports `images` into the node's containerd (namespace k8s.io, where the kubelet finds them)
+ * under their tag and their digest reference (`--digests`), but those it already holds (a
+ * reused node cluster).
  */
 export async function importImages(state: NodeClusterState, images: BuiltImage[]): Promise<void> {
   const ctr = (...args: string[]) =>
@@ -499,7 +503,8 @@ export async function importImages(state: NodeClusterState, images: BuiltImage[]
       .map((line) => `${line.trim().split(/\s+/)[0]} ${/sha256:[0-9a-f]{64}/.exec(line)![0]}`),
   );
   for (const image of images) {
-    if (!present.has(`${image.name} ${image.digest}`)) await ctr('images', 'import', image.archive);
+    const held = [image.name, digestReference(image)].every((ref) => present.has(`${ref} ${image.digest}`));
+    if (!held) await ctr('images', 'import', '--digests', image.archive);
   }
 }
 
