@@ -102,7 +102,7 @@ describe('the GitHub workflows', () => {
     expect(Object.keys(ci.on)).toContain('pull_request');
     const job = Object.values(ci.jobs)[0]! as Job & { container?: { image: string; options?: string } };
     // On the fresh Debian .ci/run is written for (root: the tests install their Debian packages),
-    // privileged: the node project of `npm test` makes namespaces and cgroups.
+    // privileged: the node project (`npm run test:node`) makes namespaces and cgroups.
     expect(job.container).toEqual({ image: 'debian:bookworm', options: '--privileged' });
     expect(job.steps.at(-1)!.run).toBe('.ci/run');
     expect(job.steps.find((s) => s.uses?.startsWith('actions/setup-go@'))?.with?.['go-version-file']).toBe(
