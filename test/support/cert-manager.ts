@@ -9,12 +9,10 @@
  * cert-manager's documentation does (a SelfSigned Issuer signs a CA Certificate, whose Secret backs
  * a CA Issuer), so every certificate the tests use is issued by cert-manager itself.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -22,13 +20,10 @@ import {
   setHeaderOptions,
   type KubeConfig,
 } from '@kubernetes/client-node';
-import { cacheRoot } from '../controlplane/paths.ts';
-import { withLock } from '../controlplane/lock.ts';
 import { kubeConfig, kubeconfigPath } from './cluster.ts';
-import { goModuleDir } from './go-tools.ts';
+import { goModuleDir, goProgram } from './go-tools.ts';
 import { runTool } from './tools.ts';
 
-const run = promisify(execFile);
 const SOURCE_DIR = join(import.meta.dirname, 'cert-manager');
 const SOURCES = ['go.mod', 'go.sum', 'main.go'];
 
@@ -43,28 +38,15 @@ const GROUP = 'cert-manager.io';
 const VERSION = 'v1';
 
 /** The controller binary, built on first use under a key made of its sources. */
-export async function certManagerBinary(): Promise<string> {
-  const hash = createHash('sha256');
-  for (const name of SOURCES)
-    hash
-      .update(name)
-      .update('\0')
-      .update(await readFile(join(SOURCE_DIR, name)));
-  const dir = join(cacheRoot(), `cert-manager-${CERT_MANAGER.version}-${hash.digest('hex').slice(0, 12)}`);
-  const bin = join(dir, 'cert-manager-controller');
-  if (existsSync(bin)) return bin;
-  await mkdir(dir, { recursive: true });
-  await withLock(`${dir}.lock`, async () => {
-    if (existsSync(bin)) return;
-    const tmp = `${bin}.${process.pid}.tmp`;
-    await run('go', ['build', '-trimpath', '-o', tmp, '.'], {
-      cwd: SOURCE_DIR,
-      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' },
-      timeout: 1_800_000, // cold, on 2 cores: several minutes
-    });
-    await rename(tmp, bin); // atomic: a concurrent run sees the whole binary or none
+export function certManagerBinary(): Promise<string> {
+  return goProgram({
+    sourceDir: SOURCE_DIR,
+    sources: SOURCES,
+    cacheName: `cert-manager-${CERT_MANAGER.version}`,
+    binName: 'cert-manager-controller',
+    goflags: '-mod=mod',
+    timeoutMs: 1_800_000, // cold, on 2 cores: several minutes
   });
-  return bin;
 }
 
 /** Installs (server-side apply, idempotent) the release's CRDs and waits until they are Established. */

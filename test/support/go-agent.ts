@@ -3,39 +3,17 @@
  * the Go module proxy) once per machine, into the cache shared with the control plane, under a
  * key made of its source files (never committed), and runs it.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { promisify } from 'node:util';
-import { cacheRoot } from '../controlplane/paths.ts';
+import { goProgram } from './go-tools.ts';
 
-const run = promisify(execFile);
 const SOURCE_DIR = join(import.meta.dirname, 'go-agent');
 const SOURCES = ['go.mod', 'go.sum', 'main.go'];
 
 /** The path of the built agent (building it when this version is not in the cache yet). */
-export async function goAgent(): Promise<string> {
-  const hash = createHash('sha256');
-  for (const name of SOURCES)
-    hash
-      .update(name)
-      .update('\0')
-      .update(await readFile(join(SOURCE_DIR, name)));
-  const dir = join(cacheRoot(), `go-agent-${hash.digest('hex').slice(0, 12)}`);
-  const bin = join(dir, 'go-agent');
-  if (existsSync(bin)) return bin;
-  await mkdir(dir, { recursive: true });
-  const tmp = `${bin}.${process.pid}.tmp`;
-  await run('go', ['build', '-trimpath', '-o', tmp, '.'], {
-    cwd: SOURCE_DIR,
-    env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
-    timeout: 600_000,
-  });
-  await rename(tmp, bin); // atomic: a concurrent run sees the whole binary or none
-  return bin;
+export function goAgent(): Promise<string> {
+  return goProgram({ sourceDir: SOURCE_DIR, sources: SOURCES, cacheName: 'go-agent', binName: 'go-agent' });
 }
 
 export interface GoAgent {
