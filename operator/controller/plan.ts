@@ -18,7 +18,16 @@ import { API_VERSION, configMapName, KIND } from '../api/names.ts';
 import { serializeCard } from '../card/serialize.ts';
 import { importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
-import { deriveReady, getCondition, setCondition, type ConditionInput } from './conditions.ts';
+import {
+  deriveReady,
+  getCondition,
+  keepCondition,
+  setCondition,
+  type CardCondition,
+  type ConditionInput,
+} from './conditions.ts';
+import { PUBLISHED, type PublishResult } from '../runtime/outcome.ts';
+import type { SignedReason } from '../api/reasons.ts';
 import {
   byteLength,
   configMapNameProblem,
@@ -34,8 +43,11 @@ import {
 } from './configmap.ts';
 import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
-import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
+import { ownedStatus, statusChanged, type CardStatus, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
+
+/** Omit over each member of a union (a typed condition keeps its type/reason pairing). */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** An AgentCard as the informer holds it (raw JSON from the API server). */
 export interface AgentCardObject {
@@ -74,13 +86,6 @@ export interface PlanInput {
   /** The probe verdict for the accepted spec (undefined when the spec is not accepted). */
   interfaces: (spec: AgentCardSpec | undefined) => InterfacesVerdict;
   now: Date;
-  /** Set when applying the planned ConfigMap failed: plan again with Published=False. */
-  publishError?: string;
-  /**
-   * With publishError: the API server refused the object itself (422 Invalid), which retrying
-   * cannot change; reported as PublishRejected and not retried until the AgentCard changes.
-   */
-  publishRejected?: boolean;
   /** The ConfigMap data limit (tests of the boundary); default MAX_CONFIGMAP_DATA_BYTES. */
   maxConfigMapBytes?: number;
   /** The Pods that ask for this card (status.serving); undefined: not reported. */
@@ -157,7 +162,7 @@ function importCached(
 }
 
 export interface SigningOutcome {
-  condition: Omit<ConditionInput, 'type' | 'observedGeneration'>;
+  condition: Omit<ConditionInput, 'type' | 'observedGeneration' | 'reason'> & { reason: SignedReason };
   keys?: SigningKey[];
 }
 
@@ -240,17 +245,6 @@ export async function loadSigningKeys(
   };
 }
 
-function keep(previous: Condition | undefined, fallback: ConditionInput): ConditionInput {
-  if (!previous) return fallback;
-  return {
-    type: previous.type,
-    status: previous.status,
-    observedGeneration: previous.observedGeneration ?? 0,
-    reason: previous.reason,
-    message: previous.message,
-  };
-}
-
 /** A warning when the set of Pods running without the sidecar grows or changes (not when it empties). */
 function servingEvents(
   before: ServingSummary | undefined,
@@ -297,125 +291,243 @@ function publishedDigests(
   return [card.digest, ...(audiences ?? []).map((a) => `${a.name}=${a.digest}`)].join(',');
 }
 
-export async function planReconcile(input: PlanInput): Promise<Plan> {
-  const { resource, now } = input;
+/** The parts of the card engine a reconcile uses; tests count calls through them. */
+export interface CardEngine {
+  validate: typeof validateSpec;
+  sign: typeof signVariants;
+}
+
+const ENGINE: CardEngine = { validate: validateSpec, sign: signVariants };
+
+/** What is published when the publish succeeds (status.card and friends). */
+export interface CardArtifacts {
+  configMapName: string;
+  /** The ConfigMap to apply; undefined when the live one already holds these bytes. */
+  write?: ConfigMapObject;
+  card: CardStatus;
+  signatures: NonNullable<ControllerStatus['signatures']>;
+  audiences: AudienceStatus[];
+}
+
+/**
+ * The decision of one reconcile, made once before any write: validation, signing keys, the
+ * rendered and signed documents, the ConfigMap. The status for each publish result is derived
+ * from it (cardPlan) without running any of that again.
+ */
+export interface CardDecision {
+  generation: number;
+  /** The validated spec, when Accepted=True (the probe scheduler follows it). */
+  spec?: AgentCardSpec;
+  /**
+   * Accepted and Signed, and Published when publishing is settled before any write (spec not
+   * accepted, keys unusable, card too large): then `artifacts` is undefined.
+   */
+  conditions: ConditionInput[];
+  artifacts?: CardArtifacts;
+  /** What users still get if this change cannot be published. */
+  served: string;
+  /** Why the card was signed again or not (for debug logs). */
+  signingNote?: string;
+}
+
+type DecisionInput = Pick<PlanInput, 'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes'>;
+
+export async function decideCard(input: DecisionInput, engine: CardEngine = ENGINE): Promise<CardDecision> {
+  const { resource } = input;
   const { name, namespace, uid } = resource.metadata;
   const generation = resource.metadata.generation ?? 0;
-  const previous = ownedStatus(resource.status);
-  const prevConditions = previous.conditions ?? [];
+  const prevConditions = ownedStatus(resource.status).conditions ?? [];
   const prevCondition = (type: string) => getCondition(prevConditions, type);
-  const at = (c: Omit<ConditionInput, 'type' | 'observedGeneration'>, type: string): ConditionInput => ({
-    type,
+  const at = (c: DistributiveOmit<CardCondition, 'observedGeneration'>): ConditionInput => ({
     observedGeneration: generation,
     ...c,
   });
-
-  const next: ConditionInput[] = [];
-  // Pods that ask for this card but run without the sidecar (the webhook's failurePolicy is
-  // Ignore): named in the Published message and reported in status.serving.
-  const missingPods = input.serving ? servingMessage(input.serving) : undefined;
-  const servingNote = missingPods ? `; ${missingPods}` : '';
-  let spec: AgentCardSpec | undefined;
-  let configMap: ConfigMapObject | undefined;
-  let card = previous.card;
-  let signatures = previous.signatures;
-  let audiences = previous.audiences;
-  let signingNote: string | undefined;
-
-  const validation = validateSpec(resource.spec);
   const served = servedNote(input.liveConfigMap);
-  const nameProblem = configMapNameProblem(name);
   const notPublished = (why: string): ConditionInput =>
-    at({ status: 'False', reason: 'NotPublished', message: `nothing is published yet: ${why}` }, 'Published');
+    at({
+      type: 'Published',
+      status: 'False',
+      reason: 'NotPublished',
+      message: `nothing is published yet: ${why}`,
+    });
+  const decision = (rest: Omit<CardDecision, 'generation' | 'served'>): CardDecision => ({
+    generation,
+    served,
+    ...rest,
+  });
 
+  const validation = engine.validate(resource.spec);
+  const nameProblem = configMapNameProblem(name);
   if (!validation.spec || !validation.card || nameProblem) {
     const message = nameProblem ?? specProblemMessage(validation.problems, served);
-    next.push(
-      at({ status: 'False', reason: nameProblem ? 'InvalidName' : 'InvalidSpec', message }, 'Accepted'),
-    );
-    // Nothing else is touched: the conditions keep describing the last published card.
-    next.push(
-      keep(
-        prevCondition('Signed'),
-        at({ status: 'Unknown', reason: 'SpecNotAccepted', message: 'waiting for a valid spec' }, 'Signed'),
-      ),
-    );
-    next.push(keep(prevCondition('Published'), notPublished('the spec is not accepted')));
-  } else {
-    spec = validation.spec;
-    next.push(
-      at(
-        { status: 'True', reason: 'Valid', message: `the spec is valid${warningsNote(validation.problems)}` },
-        'Accepted',
-      ),
-    );
-    const signing = await loadSigningKeys(spec, namespace, input.secrets, served);
-    next.push(at(signing.condition, 'Signed'));
-    if (!signing.keys) {
-      next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
-    } else {
-      const jku = spec.signing?.jku;
-      const keys = signing.keys;
-      const wanted = audienceVariants(spec, validation.card);
-      const signed = await signVariants(wanted, keys, jku, input.liveConfigMap?.data);
-      signingNote = signed.note;
-      const variants = signed.files;
-      const [main, ...others] = variants as [VariantFiles, ...VariantFiles[]];
-      const files: PublishedFiles = {
-        card: main.card,
-        legacyCard: main.legacyCard,
-        jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
-        cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
-        variantData: variantData(others),
+    return decision({
+      conditions: [
+        at({
+          type: 'Accepted',
+          status: 'False',
+          reason: nameProblem ? 'InvalidName' : 'InvalidSpec',
+          message,
+        }),
+        // Nothing else is touched: the conditions keep describing the last published card.
+        keepCondition(
+          prevCondition('Signed'),
+          at({
+            type: 'Signed',
+            status: 'Unknown',
+            reason: 'SpecNotAccepted',
+            message: 'waiting for a valid spec',
+          }),
+        ),
+        keepCondition(prevCondition('Published'), notPublished('the spec is not accepted')),
+      ],
+    });
+  }
+  const spec = validation.spec;
+  const accepted = at({
+    type: 'Accepted',
+    status: 'True',
+    reason: 'Valid',
+    message: `the spec is valid${warningsNote(validation.problems)}`,
+  });
+  const signing = await loadSigningKeys(spec, namespace, input.secrets, served);
+  const signed = at({ type: 'Signed', ...signing.condition });
+  if (!signing.keys) {
+    return decision({
+      spec,
+      conditions: [
+        accepted,
+        signed,
+        keepCondition(prevCondition('Published'), notPublished('the signing keys cannot be used')),
+      ],
+    });
+  }
+  const keys = signing.keys;
+  const wanted = audienceVariants(spec, validation.card);
+  const signedVariants = await engine.sign(wanted, keys, spec.signing?.jku, input.liveConfigMap?.data);
+  const [main, ...others] = signedVariants.files as [VariantFiles, ...VariantFiles[]];
+  const files: PublishedFiles = {
+    card: main.card,
+    legacyCard: main.legacyCard,
+    jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
+    cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
+    variantData: variantData(others),
+  };
+  const cmName = configMapName(name);
+  const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
+  // Checked before any write, on the whole data map (every rendering and variant): a card that
+  // cannot fit is refused once, with the reason, instead of failing with 422 on every retry.
+  const tooLarge = configMapSizeProblem(desired.data, input.maxConfigMapBytes);
+  if (tooLarge) {
+    return decision({
+      spec,
+      signingNote: signedVariants.note,
+      conditions: [
+        accepted,
+        signed,
+        at({ type: 'Published', status: 'False', reason: 'CardTooLarge', message: `${tooLarge}; ${served}` }),
+      ],
+    });
+  }
+  return decision({
+    spec,
+    signingNote: signedVariants.note,
+    conditions: [accepted, signed],
+    artifacts: {
+      configMapName: cmName,
+      write: configMapUpToDate(input.liveConfigMap, desired) ? undefined : desired,
+      card: {
+        digest: digestOf(files.card),
+        bytes: byteLength(files.card),
+        version: validation.card.version,
+        configMap: cmName,
+      },
+      signatures: keys.map((k) => ({ kid: k.kid, alg: k.alg })),
+      audiences: audienceStatus(others, wanted),
+    },
+  });
+}
+
+/** The Published condition for a publish result (the artifacts were decided). */
+export function publishedCondition(
+  artifacts: CardArtifacts,
+  result: Exclude<PublishResult, { result: 'Outage' }>,
+  served: string,
+  servingNote: string,
+): DistributiveOmit<CardCondition, 'observedGeneration'> {
+  const cmName = artifacts.configMapName;
+  switch (result.result) {
+    case 'PublishRejected':
+      return {
+        type: 'Published',
+        status: 'False',
+        reason: 'PublishRejected',
+        message: `the API server refused ConfigMap ${cmName}: ${result.message}; not retried until the AgentCard changes; ${served}`,
       };
-      const cmName = configMapName(name);
-      const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
-      // Checked before any write, on the whole data map (every rendering and variant): a card that
-      // cannot fit is refused once, with the reason, instead of failing with 422 on every retry.
-      const tooLarge = configMapSizeProblem(desired.data, input.maxConfigMapBytes);
-      if (tooLarge) {
-        next.push(
-          at({ status: 'False', reason: 'CardTooLarge', message: `${tooLarge}; ${served}` }, 'Published'),
-        );
-      } else if (input.publishError) {
-        next.push(
-          at(
-            input.publishRejected
-              ? {
-                  status: 'False',
-                  reason: 'PublishRejected',
-                  message: `the API server refused ConfigMap ${cmName}: ${input.publishError}; not retried until the AgentCard changes; ${served}`,
-                }
-              : {
-                  status: 'False',
-                  reason: 'PublishFailed',
-                  message: `writing ConfigMap ${cmName} failed: ${input.publishError}; retrying with backoff; ${served}`,
-                },
-            'Published',
-          ),
-        );
-      } else {
-        if (!configMapUpToDate(input.liveConfigMap, desired)) configMap = desired;
-        const digest = digestOf(files.card);
-        const bytes = byteLength(files.card);
-        card = { digest, bytes, version: validation.card.version, configMap: cmName };
-        signatures = keys.map((k) => ({ kid: k.kid, alg: k.alg }));
-        audiences = audienceStatus(others, wanted);
-        next.push(
-          at(
-            {
-              status: 'True',
-              reason: 'Published',
-              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${audiencesNote(audiences)}${servingNote}`,
-            },
-            'Published',
-          ),
-        );
-      }
+    case 'PublishFailed':
+      return {
+        type: 'Published',
+        status: 'False',
+        reason: 'PublishFailed',
+        message: `writing ConfigMap ${cmName} failed: ${result.message}; retrying with backoff; ${served}`,
+      };
+    case 'Published': {
+      const { card, audiences } = artifacts;
+      return {
+        type: 'Published',
+        status: 'True',
+        reason: 'Published',
+        message: `ConfigMap ${cmName} holds version ${card.version} (${card.digest.slice(0, 19)}, ${card.bytes} bytes)${audiencesNote(audiences)}${servingNote}`,
+      };
     }
   }
+}
 
-  const verdict = input.interfaces(spec);
+/** What the status derivation needs besides the decision and the publish result. */
+export type StatusContext = Pick<PlanInput, 'resource' | 'now' | 'serving'> & {
+  /** The probe verdict for decision.spec. */
+  verdict: InterfacesVerdict;
+};
+
+/**
+ * The plan for a decision and a publish result, without any I/O and without validating or
+ * signing again: the full controller-owned status, whether it changed, the events.
+ * An outage writes nothing: the status stays as it is (statusChanged false, no events).
+ */
+export function cardPlan(decision: CardDecision, ctx: StatusContext, result: PublishResult): Plan {
+  const { resource, now } = ctx;
+  const { generation } = decision;
+  const previous = ownedStatus(resource.status);
+  const prevConditions = previous.conditions ?? [];
+  if (result.result === 'Outage') {
+    return {
+      generation,
+      spec: decision.spec,
+      status: previous,
+      statusChanged: false,
+      events: [],
+      ready: getCondition(prevConditions, 'Ready')?.status ?? 'Unknown',
+      signingNote: decision.signingNote,
+    };
+  }
+  // Pods that ask for this card but run without the sidecar (the webhook's failurePolicy is
+  // Ignore): named in the Published message and reported in status.serving.
+  const missingPods = ctx.serving ? servingMessage(ctx.serving) : undefined;
+  const servingNote = missingPods ? `; ${missingPods}` : '';
+  const next: ConditionInput[] = [...decision.conditions];
+  const artifacts = decision.artifacts;
+  // The status fields describe what is served: they move only when this publish succeeded.
+  const published = artifacts && result.result === 'Published' ? artifacts : undefined;
+  if (artifacts) {
+    next.push({
+      observedGeneration: generation,
+      ...publishedCondition(artifacts, result, decision.served, servingNote),
+    });
+  }
+  const card = published ? published.card : previous.card;
+  const signatures = published ? published.signatures : previous.signatures;
+  const audiences = published ? published.audiences : previous.audiences;
+
+  const verdict = ctx.verdict;
   next.push({ type: 'InterfacesReachable', ...verdict.condition });
   next.push(deriveReady(next, generation));
 
@@ -432,13 +544,13 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
     ...(verdict.reachableInterfaces !== undefined
       ? { reachableInterfaces: verdict.reachableInterfaces }
       : {}),
-    ...(input.serving ? { serving: input.serving } : {}),
+    ...(ctx.serving ? { serving: ctx.serving } : {}),
   };
   const ready = getCondition(conditions, 'Ready')!.status;
   return {
     generation,
-    spec,
-    configMap,
+    spec: decision.spec,
+    configMap: result.result === 'Published' ? artifacts?.write : undefined,
     status,
     statusChanged: statusChanged(resource.status, status),
     events: [
@@ -446,9 +558,38 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         digestBefore: publishedDigests(previous.card, previous.audiences),
         digestAfter: publishedDigests(card, audiences),
       }),
-      ...servingEvents(previous.serving, input.serving),
+      ...servingEvents(previous.serving, ctx.serving),
     ],
     ready,
-    signingNote,
+    signingNote: decision.signingNote,
   };
+}
+
+/**
+ * The plan for `input` had its publish ended with `result` (default: published): decide once,
+ * derive once. Tests use it; the controller uses reconcilePlan, which publishes in between.
+ */
+export async function planReconcile(
+  input: PlanInput,
+  result: PublishResult = PUBLISHED,
+  engine: CardEngine = ENGINE,
+): Promise<Plan> {
+  const decision = await decideCard(input, engine);
+  return cardPlan(decision, { ...input, verdict: input.interfaces(decision.spec) }, result);
+}
+
+/**
+ * One reconcile's plan: decide once, publish the decided ConfigMap (if its bytes change), and
+ * derive the status for how that ended. `publish` is the only I/O (the Writer in the controller).
+ */
+export async function reconcilePlan(
+  input: PlanInput,
+  publish: (configMap: ConfigMapObject) => Promise<PublishResult>,
+  engine: CardEngine = ENGINE,
+): Promise<{ decision: CardDecision; result: PublishResult; plan: Plan }> {
+  const decision = await decideCard(input, engine);
+  const write = decision.artifacts?.write;
+  const result = write ? await publish(write) : PUBLISHED;
+  const plan = cardPlan(decision, { ...input, verdict: input.interfaces(decision.spec) }, result);
+  return { decision, result, plan };
 }
