@@ -13,9 +13,9 @@ export type PublishResult =
   /** Everything written, or nothing needed writing. */
   | { result: 'Published' }
   /** Retried with backoff; `message` is one line for the condition (no secret). */
-  | { result: 'PublishFailed'; message: string; error: unknown }
+  | { result: 'PublishFailed'; message: string; error: unknown; name?: string }
   /** 422: the API server refused the object itself; final until the object changes. */
-  | { result: 'PublishRejected'; message: string }
+  | { result: 'PublishRejected'; message: string; name?: string }
   /**
    * The API server is away (kube/health.ts): the status write would fail the same way, so the
    * status stays as it is and the work queue, held by the outage gate, retries the reconcile.
@@ -35,6 +35,6 @@ export async function publishResult(publish: () => Promise<PublishOutcome>): Pro
   }
   if (outcome.ok) return PUBLISHED;
   return outcome.rejected
-    ? { result: 'PublishRejected', message: outcome.message }
-    : { result: 'PublishFailed', message: outcome.message, error: outcome.error };
+    ? { result: 'PublishRejected', message: outcome.message, name: outcome.name }
+    : { result: 'PublishFailed', message: outcome.message, error: outcome.error, name: outcome.name };
 }
