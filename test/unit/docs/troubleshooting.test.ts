@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CARD_REASONS_BY_TYPE, CATALOG_REASONS_BY_TYPE } from '../../../operator/api/reasons.ts';
 import { PROBE_REASONS } from '../../../operator/probe/types.ts';
 import { repoRoot } from '../../support/paths.ts';
 
@@ -36,6 +37,9 @@ function codeReasons(): Map<string, string> {
     }
   }
   for (const reason of PROBE_REASONS) if (!where.has(reason)) where.set(reason, 'operator/probe/types.ts');
+  for (const byType of [CARD_REASONS_BY_TYPE, CATALOG_REASONS_BY_TYPE])
+    for (const reason of Object.values(byType).flat())
+      if (!where.has(reason)) where.set(reason, 'operator/api/reasons.ts');
   return where;
 }
 
