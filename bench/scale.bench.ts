@@ -334,14 +334,23 @@ function processUsage(pid: number): { peakMiB: number; rssMiB: number; cpuSecond
   };
 }
 
-/** The operator's metrics: a metric's value, summed over its label sets (NaN when absent). */
+/**
+ * The operator's metrics: a metric's value, summed over its label sets (NaN when absent);
+ * `name{label="value"}` sums only the series with that one label.
+ */
 async function operatorMetrics(run: OperatorRun): Promise<(name: string) => number> {
   const text = run.port ? await (await fetch(`http://127.0.0.1:${run.port}/metrics`)).text() : '';
   const sums = new Map<string, number>();
+  const add = (key: string, value: number) => sums.set(key, (sums.get(key) ?? 0) + value);
   for (const line of text.split('\n')) {
     if (!line || line.startsWith('#')) continue;
     const name = /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0];
-    if (name) sums.set(name, (sums.get(name) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+    if (!name) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    add(name, value);
+    const labels = /^\{(.*)\}/.exec(line.slice(name.length))?.[1] ?? '';
+    for (const pair of labels.match(/[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"/g) ?? [])
+      add(`${name}{${pair}}`, value);
   }
   return (name: string) => sums.get(name) ?? NaN;
 }
@@ -364,10 +373,10 @@ async function runOperator(kc: KubeConfig, namespace: string, n: number) {
   await sleep(3_000); // let anything still to come arrive before counting and measuring
   const usage = processUsage(op.child.pid!);
   const metric = await operatorMetrics(op);
-  const reconcileMs =
-    (metric('agentcard_reconcile_duration_seconds_sum') /
-      metric('agentcard_reconcile_duration_seconds_count')) *
-    1000;
+  // The runtime's metric (agentcard_reconcile_duration_seconds is its deprecated twin).
+  const reconcileSum = metric('controller_runtime_reconcile_time_seconds_sum{controller="agentcard"}');
+  const reconcileCount = metric('controller_runtime_reconcile_time_seconds_count{controller="agentcard"}');
+  const reconcileMs = (reconcileSum / reconcileCount) * 1000;
   await watcher.stop();
   await stopOperator(op);
   clearTimeout(timeout);
@@ -378,7 +387,7 @@ async function runOperator(kc: KubeConfig, namespace: string, n: number) {
     rssAtSyncMiB: op.rssAtSyncKiB / 1024,
     cpuSeconds: usage.cpuSeconds,
     reconcileMs,
-    reconciles: metric('agentcard_reconcile_duration_seconds_count'),
+    reconciles: reconcileCount,
     heapMiB: metric('nodejs_heap_size_used_bytes') / 2 ** 20,
   };
 }

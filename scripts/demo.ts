@@ -1,6 +1,7 @@
 /**
- * `npm run demo`: the whole operator on one machine, as local processes, with no kubelet and no
- * container engine. Starts the local control plane, installs the CRD and a signing key, runs the
+ * `npm run demo`: the whole operator on one machine. Where the machine allows it (root, the node
+ * cluster's build), on the node cluster with real Pods (demo-node.ts); elsewhere, or with
+ * `--local`, as local processes, with no kubelet and no container engine, as follows. Starts the local control plane, installs the CRD and a signing key, runs the
  * operator, a demo A2A agent and the well-known sidecar, applies examples/, and prints the
  * `kubectl get agentcards` table, the served card's URL and its verification. Runs until Ctrl-C
  * (or, with --once, exits after the last step) and stops everything it started.
@@ -30,10 +31,14 @@ const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..');
 const node = process.execPath;
 const agentcardBin = join(repoRoot, 'bin', 'agentcard.js');
 
-const USAGE = `usage: npm run demo [-- --once] [--namespace NS]
+const USAGE = `usage: npm run demo [-- --once] [--namespace NS] [--node | --local]
 
   --once           exit after the last step instead of running until Ctrl-C
   --namespace NS   namespace for the examples (default agentcard-demo)
+  --node           run on the node cluster (real Pods; needs root), fail if it cannot
+  --local          run the operator, agent and sidecar as local processes
+                   (default: --node where the machine allows it, else --local;
+                   AGENTCARD_DEMO=node|local sets the default)
 `;
 
 class StepError extends Error {}
@@ -49,7 +54,7 @@ function say(line: string): void {
 }
 
 let stepNo = 0;
-const TOTAL_STEPS = 14;
+let TOTAL_STEPS = 14;
 async function step<T>(title: string, run: () => Promise<T>, done: (value: T) => string): Promise<T> {
   stepNo++;
   const started = Date.now();
@@ -132,7 +137,7 @@ async function waitForHttp(
 }
 
 async function main(argv: string[]): Promise<number> {
-  let values: { once?: boolean; namespace?: string; help?: boolean };
+  let values: { once?: boolean; namespace?: string; help?: boolean; node?: boolean; local?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -140,6 +145,8 @@ async function main(argv: string[]): Promise<number> {
         once: { type: 'boolean' },
         namespace: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        node: { type: 'boolean' },
+        local: { type: 'boolean' },
       },
     }));
   } catch (err) {
@@ -151,8 +158,35 @@ async function main(argv: string[]): Promise<number> {
   }
   const once = values.once ?? process.env.AGENTCARD_DEMO_ONCE === '1';
   const namespace = values.namespace ?? 'agentcard-demo';
+  const wanted = values.node ? 'node' : values.local ? 'local' : process.env.AGENTCARD_DEMO;
+  if (values.node && values.local) throw new UsageError('--node and --local exclude each other');
+  if (wanted && wanted !== 'node' && wanted !== 'local')
+    throw new UsageError(`AGENTCARD_DEMO must be node or local, got '${wanted}'`);
+  // Loaded only when the node is wanted: --local starts as fast as before.
+  const nodeDemo = wanted === 'local' ? undefined : await import('./demo-node.ts');
+  const unavailable = nodeDemo?.nodeDemoUnavailable();
+  if (wanted === 'node' && unavailable)
+    throw new UsageError(`cannot run on the node cluster: ${unavailable}`);
   logDir = mkdtempSync(join(tmpdir(), 'agentcard-demo-'));
-  say(`agentcard-operator local demo (logs in ${logDir})`);
+  if (nodeDemo && !unavailable) {
+    TOTAL_STEPS = nodeDemo.NODE_STEPS;
+    say(`agentcard-operator demo on the node cluster: real Pods (logs in ${logDir})`);
+    const lines = await nodeDemo.runNodeDemo({
+      namespace,
+      repoRoot,
+      say,
+      step,
+      cleanups,
+      newSigningJwk: async (kid) => JSON.stringify(await generateSigningJwk('ES256', kid)),
+      agentcard: runAgentcard,
+      logFile: (name) => join(logDir, name),
+    });
+    for (const line of lines) say(line);
+    return once ? 0 : waitForCtrlC();
+  }
+  say(
+    `agentcard-operator local demo: local processes, no kubelet (${wanted === 'local' ? 'as asked' : `no node cluster here: ${unavailable}`}; logs in ${logDir})`,
+  );
 
   const cluster = await step(
     'Start the local control plane (the first run builds it, a few minutes)',
@@ -533,6 +567,10 @@ async function main(argv: string[]): Promise<number> {
   say('');
   say(`kubectl:       KUBECONFIG=${kubeconfigFile} .cluster/bin/kubectl get agentcards -n ${namespace}`);
   if (once) return 0;
+  return waitForCtrlC();
+}
+
+async function waitForCtrlC(): Promise<number> {
   say('');
   say('Running; press Ctrl-C to stop everything the demo started.');
   await new Promise<void>((done) => (stopRequested = done));

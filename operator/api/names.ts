@@ -94,3 +94,35 @@ export function catalogLabelValue(kind: CatalogKind, name: string): string {
   const value = `${kind === CATALOG_KIND ? 'ns' : 'cluster'}.${name}`;
   return value.length <= 63 ? value : `h.${createHash('sha256').update(value).digest('hex').slice(0, 40)}`;
 }
+
+// ---- central serving and adoption ------------------------------------------------------------
+
+/**
+ * Label of a published card ConfigMap whose AgentCard chose `spec.serving.server: Central`: the
+ * card server lists and watches ConfigMaps by `SERVING_LABEL=SERVING_CENTRAL` only.
+ */
+export const SERVING_LABEL = 'agentcard.dev/serving';
+export const SERVING_CENTRAL = 'central';
+/** The card server's label selector (our ConfigMaps, central serving). */
+export const CENTRAL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${SERVING_LABEL}=${SERVING_CENTRAL}`;
+/** Data key of a central card's ConfigMap: the default audience's hosts, one per line. */
+export const SERVING_HOSTS_KEY = 'serving-hosts';
+
+/**
+ * Label on a Deployment or StatefulSet that asks the operator to create and own an AgentCard
+ * for it (`agentcard.dev/adopt: "true"`), with the card port in ADOPT_PORT_ANNOTATION.
+ */
+export const ADOPT_LABEL = 'agentcard.dev/adopt';
+export const ADOPT_SELECTOR = `${ADOPT_LABEL}=true`;
+/** The port (number or container port name) the workload's Service serves its own card on. */
+export const ADOPT_PORT_ANNOTATION = 'agentcard.dev/card-port';
+/** The Service to fetch the card from; default: the workload's name. */
+export const ADOPT_SERVICE_ANNOTATION = 'agentcard.dev/card-service';
+/** The path of the workload's own card; default: /.well-known/agent-card.json. */
+export const ADOPT_PATH_ANNOTATION = 'agentcard.dev/card-path';
+/** Hosts the card server answers the adopted card for (comma-separated). */
+export const ADOPT_HOSTS_ANNOTATION = 'agentcard.dev/card-hosts';
+/** Label of an AgentCard created by adoption (value: `deployment` or `statefulset`). */
+export const ADOPTED_LABEL = 'agentcard.dev/adopted-from';
+/** The default namespace label that allows adoption (chart value adoption.namespaceSelector). */
+export const ADOPTION_NAMESPACE_LABEL = 'agentcard.dev/adoption';

@@ -19,17 +19,25 @@
 import { PROBE_REASONS } from '../probe/types.ts';
 
 export const ACCEPTED_REASONS = ['Valid', 'InvalidSpec', 'InvalidName'] as const;
+/** An adopted AgentCard (spec.source) is not accepted while its source has given no card. */
+export const CARD_ACCEPTED_REASONS = [...ACCEPTED_REASONS, 'SourceUnavailable'] as const;
 export const SIGNED_REASONS = [
   'Signed',
   'SigningNotConfigured',
   'SigningKeyNotFound',
   'SigningKeyInvalid',
+  'SigningCertificateInvalid',
   'SpecNotAccepted',
 ] as const;
 /** Published, for both kinds: the too-large reason names what does not fit. */
 const PUBLISH_OUTCOME_REASONS = ['Published', 'NotPublished', 'PublishFailed', 'PublishRejected'] as const;
 export const CARD_PUBLISHED_REASONS = [...PUBLISH_OUTCOME_REASONS, 'CardTooLarge'] as const;
-export const CATALOG_PUBLISHED_REASONS = [...PUBLISH_OUTCOME_REASONS, 'CatalogTooLarge'] as const;
+/** TrustPolicyUnavailable: spec.trust cannot be used, so no card can be verified. */
+export const CATALOG_PUBLISHED_REASONS = [
+  ...PUBLISH_OUTCOME_REASONS,
+  'CatalogTooLarge',
+  'TrustPolicyUnavailable',
+] as const;
 /**
  * InterfacesReachable (AgentCard only): all probed interfaces reachable, none to probe, probes
  * off or not run yet, or the verdict of the first unreachable interface (operator/probe/types.ts).
@@ -41,10 +49,40 @@ export const INTERFACES_REASONS = [
   'ProbesPending',
   ...PROBE_REASONS.filter((r) => r !== 'Reachable'),
 ] as const;
+/** CertificatesValid (AgentCard only, when a signing key is a certificate). */
+export const CERTIFICATES_VALID_REASONS = ['Valid', 'CertificateExpiring'] as const;
+/**
+ * SourceAvailable (adopted AgentCards only): adopted, not fetched yet, the spec not accepted,
+ * fetching off, or why the fetch failed. The fetch failures are SOURCE_REASONS of
+ * operator/source/fetch.ts, listed here because that module depends on the schema that depends
+ * on this one (a unit test keeps the two lists equal).
+ */
+export const SOURCE_AVAILABLE_REASONS = [
+  'Adopted',
+  'Fetching',
+  'SpecNotAccepted',
+  'SourceFetchDisabled',
+  'SourceBlocked',
+  'SourceTimeout',
+  'SourceRedirected',
+  'SourceTooLarge',
+  'SourceNotFound',
+  'SourceHTTPError',
+  'SourceDNSFailed',
+  'SourceUnreachable',
+  'SourceTLSError',
+  'SourceNotJSON',
+  'SourceCardInvalid',
+  'SourceSignatureInvalid',
+  'SourceServicePortNotFound',
+] as const;
 /** Ready's own reasons; otherwise Ready copies the reason of the condition that blocks it. */
 export const READY_REASONS = ['Ready', 'Reconciling'] as const;
 
 export type AcceptedReason = (typeof ACCEPTED_REASONS)[number];
+export type CardAcceptedReason = (typeof CARD_ACCEPTED_REASONS)[number];
+export type CertificatesValidReason = (typeof CERTIFICATES_VALID_REASONS)[number];
+export type SourceAvailableReason = (typeof SOURCE_AVAILABLE_REASONS)[number];
 export type SignedReason = (typeof SIGNED_REASONS)[number];
 export type CardPublishedReason = (typeof CARD_PUBLISHED_REASONS)[number];
 export type CatalogPublishedReason = (typeof CATALOG_PUBLISHED_REASONS)[number];
@@ -57,12 +95,19 @@ export type InterfacesReason =
 
 /** The reasons of each AgentCard condition type. */
 export interface CardReasons {
-  Accepted: AcceptedReason;
+  Accepted: CardAcceptedReason;
   Signed: SignedReason;
   Published: CardPublishedReason;
   InterfacesReachable: InterfacesReason;
+  CertificatesValid: CertificatesValidReason;
+  SourceAvailable: SourceAvailableReason;
+  /** Ready waits for Accepted, Signed, Published and InterfacesReachable only (conditions.ts). */
   Ready:
-    (typeof READY_REASONS)[number] | AcceptedReason | SignedReason | CardPublishedReason | InterfacesReason;
+    | (typeof READY_REASONS)[number]
+    | CardAcceptedReason
+    | SignedReason
+    | CardPublishedReason
+    | InterfacesReason;
 }
 
 /** The reasons of each AgentCatalog and ClusterAgentCatalog condition type. */
@@ -81,10 +126,12 @@ export function reasonsDescription(byType: Record<string, readonly string[]>): s
 }
 
 export const CARD_REASONS_BY_TYPE = {
-  Accepted: ACCEPTED_REASONS,
+  Accepted: CARD_ACCEPTED_REASONS,
   Signed: SIGNED_REASONS,
   Published: CARD_PUBLISHED_REASONS,
   InterfacesReachable: INTERFACES_REASONS,
+  CertificatesValid: CERTIFICATES_VALID_REASONS,
+  SourceAvailable: SOURCE_AVAILABLE_REASONS,
   Ready: READY_REASONS,
 } as const;
 

@@ -7,7 +7,7 @@
  */
 import { stringify } from 'yaml';
 import { z } from 'zod';
-import { AgentCardSpecSchema, AgentCardStatusSchema } from './resource.ts';
+import { AgentCardResourceSpecSchema, AgentCardStatusSchema } from './resource.ts';
 import { policyTemplate } from './nesting-policy.ts';
 import { CATEGORIES, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from '../api/names.ts';
 
@@ -42,6 +42,12 @@ export function toStructural(node: Schema, path = '<root>'): Schema {
     const out: Schema = { type: 'object' };
     if (node.description) out.description = node.description;
     out['x-kubernetes-preserve-unknown-fields'] = true;
+    return out;
+  }
+  if (node['x-kubernetes-int-or-string'] === true) {
+    // A Service port, number or name: the one union a structural schema has (no type, no anyOf).
+    const out: Schema = { 'x-kubernetes-int-or-string': true };
+    if (node.description) out.description = node.description;
     return out;
   }
   const out: Schema = {};
@@ -118,7 +124,7 @@ export function buildCrd(): Record<string, unknown> {
             { name: 'Ready', type: 'string', jsonPath: condition('Ready', 'status') },
             { name: 'Signed', type: 'string', jsonPath: condition('Signed', 'status') },
             { name: 'Interfaces', type: 'string', jsonPath: '.status.reachableInterfaces' },
-            { name: 'Version', type: 'string', jsonPath: '.spec.card.version' },
+            { name: 'Version', type: 'string', jsonPath: '.status.card.version' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
             { name: 'Message', type: 'string', jsonPath: condition('Ready', 'message'), priority: 1 },
           ],
@@ -155,7 +161,7 @@ export function crdYaml(): string {
 }
 
 /** The spec's structural schema, as in the CRD. */
-export const specSchema = (): Schema => toStructural(jsonSchema(AgentCardSpecSchema), 'spec');
+export const specSchema = (): Schema => toStructural(jsonSchema(AgentCardResourceSpecSchema), 'spec');
 
 /** The chart's ValidatingAdmissionPolicy template for the nesting limit (nesting-policy.ts). */
 export const nestingPolicyYaml = (): string => policyTemplate(specSchema(), GROUP, VERSION, PLURAL);

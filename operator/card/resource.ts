@@ -64,11 +64,29 @@ const SecretKeySelectorSchema = z
   })
   .describe('A key of a Secret in the same namespace.');
 
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export const CertificateKeySchema = z
+  .strictObject({
+    secretName: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(DNS_SUBDOMAIN, 'must be a Secret name (a lower-case DNS subdomain)')
+      .describe(
+        'A kubernetes.io/tls Secret in the namespace of the AgentCard: tls.crt (the certificate, then its intermediates), tls.key, optional ca.crt.',
+      ),
+  })
+  .describe(
+    'A certificate signing key: each signature carries the certificate chain in its protected header ("x5c", RFC 7515 section 4.1.6) next to the kid.',
+  );
+
 export const SigningKeyRefSchema = z
   .strictObject({
     secretRef: SecretKeySelectorSchema.describe(
       'The Secret entry holding the private key: a private JWK (JSON) or a PKCS#8 PEM.',
-    ),
+    ).optional(),
+    certificate: CertificateKeySchema.optional(),
     kid: z
       .string()
       .min(1)
@@ -83,7 +101,20 @@ export const SigningKeyRefSchema = z
       )
       .optional(),
   })
-  .describe('A signing key; each key adds one signature, in order.');
+  .refine((k) => (k.secretRef === undefined) !== (k.certificate === undefined), {
+    message: 'set exactly one of secretRef and certificate',
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.secretRef) != has(self.certificate)',
+        message: 'set exactly one of secretRef and certificate',
+      },
+    ],
+  })
+  .describe(
+    'A signing key (a JWK or PEM in a Secret, or a certificate); each key adds one signature, in order.',
+  );
 
 export const SigningSchema = z
   .strictObject({
@@ -102,19 +133,6 @@ export const SigningSchema = z
       .optional(),
   })
   .describe('Signing of the card (JCS + detached JWS, A2A spec section 8.4). Absent: the card is unsigned.');
-
-export const ServingSchema = z
-  .strictObject({
-    cacheMaxAgeSeconds: z
-      .int()
-      .min(0)
-      .max(86400)
-      .default(300)
-      .describe('Cache-Control max-age of the served card, in seconds (default 300).'),
-  })
-  // Routing /.well-known/ to the sidecar is the user's Ingress or HTTPRoute (docs/operations.md,
-  // "Routing `/.well-known/` to the sidecar"); the operator does not manage routes.
-  .describe('How the card is served by the sidecar.');
 
 export const ProbeCredentialSchema = z
   .strictObject({
@@ -326,10 +344,251 @@ const AudiencesSchema = z
     ],
   });
 
+const SERVING_HOSTS_MESSAGE =
+  'hosts are only for server Central (the sidecar serves whatever Host reaches it)';
+
+export const ServingSchema = z
+  .strictObject({
+    cacheMaxAgeSeconds: z
+      .int()
+      .min(0)
+      .max(86400)
+      .default(300)
+      .describe('Cache-Control max-age of the served card, in seconds (default 300).'),
+    server: z
+      .enum(['Sidecar', 'Central'])
+      .default('Sidecar')
+      .describe(
+        'Who serves the card: "Sidecar" (default), the container the webhook injects into the Pods that ask for the card; "Central", the operator\'s card server, which serves every such card by Host from its published ConfigMap and keeps answering while the agent has no Pods.',
+      ),
+    hosts: z
+      .array(HostSchema)
+      .max(AUDIENCE_LIMITS.hosts)
+      .superRefine((hosts, ctx) => {
+        const seen = new Set<string>();
+        hosts.forEach((h, i) => {
+          const key = h.toLowerCase();
+          if (seen.has(key)) ctx.addIssue({ code: 'custom', path: [i], message: `duplicate host "${h}"` });
+          seen.add(key);
+        });
+      })
+      .describe(
+        'With server Central: the host names whose requests get the default card (spec.card); the hosts of spec.audiences get their own cards. The card server answers 404 for a host no card claims, and refuses a host two cards claim.',
+      )
+      .meta({
+        'x-kubernetes-validations': [
+          {
+            rule: 'self.all(h, self.exists_one(g, g.lowerAscii() == h.lowerAscii()))',
+            message: 'hosts must be unique (compared case-insensitively)',
+          },
+        ],
+      })
+      .optional(),
+  })
+  // Routing /.well-known/ to the sidecar or the card server is the user's Ingress or HTTPRoute
+  // (docs/operations.md, "Routing `/.well-known/` to the sidecar"; docs/adopt.md).
+  .describe('How the card is served: by the injected sidecar, or by the central card server.')
+  .superRefine((serving, ctx) => {
+    if (serving.hosts !== undefined && serving.server !== 'Central')
+      ctx.addIssue({ code: 'custom', path: ['hosts'], message: SERVING_HOSTS_MESSAGE });
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.hosts) || (has(self.server) && self.server == 'Central')",
+        message: SERVING_HOSTS_MESSAGE,
+      },
+    ],
+  });
+
 export const SpecCardSchema = z
   .strictObject(agentCardInputShape)
   .describe(
     'The A2A 1.0 AgentCard, field for field in its JSON (camelCase) shape, without signatures (the operator adds them).',
+  );
+
+// ---------------------------------------------------------------------------------------------
+// Adoption: the card taken from the agent itself (docs/adopt.md). spec.source names where the
+// agent serves its card; spec.card, when present, is an overlay on it; spec.remove drops fields.
+
+/** Where a card is served when spec.source gives no path (A2A spec section 8.2, well-known URI). */
+export const SOURCE_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json'] as const;
+export const SOURCE_LIMITS = { removals: 32, keys: 8, pointerLength: 512 } as const;
+
+const SOURCE_URL_PATTERN = '^https?://[^/?#@\\s]+(/[^#\\s]*)?$';
+const SOURCE_URL_MESSAGE = 'must be an http(s) URL without fragment or user info';
+const SOURCE_PATH_PATTERN = '^/[^#\\s]*$';
+const SOURCE_PATH_MESSAGE = 'must be an absolute path, e.g. "/.well-known/agent-card.json"';
+/** RFC 6901 JSON Pointer, non-empty (the whole card cannot be removed). */
+export const POINTER_PATTERN = '^(/([^~/]|~[01])*)+$';
+const POINTER_MESSAGE = 'must be a JSON Pointer (RFC 6901) such as "/provider/url" or "/skills/0"';
+
+const withRule = <T extends z.ZodString>(schema: T, pattern: string, message: string) =>
+  schema
+    .refine((v) => new RegExp(pattern).test(v), message)
+    .meta({ 'x-kubernetes-validations': [{ rule: `self.matches(r'${pattern}')`, message }] });
+
+/** A public JWK (RFC 7517) that may have signed the source's card; private members are refused. */
+export const SourceKeySchema = z
+  .strictObject({
+    kty: z.enum(['EC', 'OKP', 'RSA']).describe('Key type.'),
+    kid: z.string().min(1).max(256).describe('Key id, matched against the JWS header "kid".'),
+    alg: z.string().min(1).max(16).describe('Algorithm the key is used with, e.g. ES256.').optional(),
+    use: z.string().max(16).describe('Public key use, "sig".').optional(),
+    crv: z.string().max(16).describe('Curve of an EC or OKP key (P-256, P-384, Ed25519).').optional(),
+    x: z.string().max(1024).describe('x coordinate (EC) or public key (OKP), base64url.').optional(),
+    y: z.string().max(1024).describe('y coordinate of an EC key, base64url.').optional(),
+    n: z.string().max(2048).describe('Modulus of an RSA key, base64url.').optional(),
+    e: z.string().max(16).describe('Exponent of an RSA key, base64url.').optional(),
+  })
+  .describe('A public JWK (RFC 7517); private members are not accepted.');
+
+export const SourceServiceSchema = z
+  .strictObject({
+    name: z.string().min(1).max(63).describe('Name of a Service in the namespace of the AgentCard.'),
+    port: z
+      .union([z.int().min(1).max(65535), z.string().min(1).max(15)])
+      .describe('Port of the Service: its number, or its name.')
+      .meta({ 'x-kubernetes-int-or-string': true }),
+    scheme: z.enum(['http', 'https']).describe('Scheme used to reach the Service (default http).').optional(),
+  })
+  .describe("A Service and port of the AgentCard's namespace, reached by its cluster DNS name.");
+
+export const SourceSchema = z
+  .strictObject({
+    url: withRule(z.string().min(1).max(2048), SOURCE_URL_PATTERN, SOURCE_URL_MESSAGE)
+      .describe(
+        'URL of the agent\'s own card, e.g. "https://agent.example.com/.well-known/agent-card.json". Exclusive with service. A URL that ends in "/" or has no path gets the well-known path appended.',
+      )
+      .optional(),
+    service: SourceServiceSchema.optional(),
+    path: withRule(z.string().max(1024), SOURCE_PATH_PATTERN, SOURCE_PATH_MESSAGE)
+      .describe(
+        `Path of the card on the Service (default "${SOURCE_PATHS[0]}", then the legacy "${SOURCE_PATHS[1]}" when the first answers 404). Only with service.`,
+      )
+      .optional(),
+    interval: duration(
+      'Time between fetches of the source (a change is adopted at the next fetch that confirms it).',
+      {
+        min: '10s',
+        default: '5m',
+      },
+    ),
+    verification: z
+      .strictObject({
+        keys: z
+          .array(SourceKeySchema)
+          .min(1)
+          .max(SOURCE_LIMITS.keys)
+          .describe("Public keys that may have signed the source's card."),
+        required: z
+          .boolean()
+          .default(false)
+          .describe(
+            "Whether the source's card must carry a signature valid under one of the keys (default false: the result is only recorded in status.source).",
+          ),
+      })
+      .describe(
+        "Verification of the signatures the source's card carries (A2A spec section 8.4). The published card is always re-signed with spec.signing.",
+      )
+      .optional(),
+  })
+  .superRefine((s, ctx) => {
+    if ((s.url === undefined) === (s.service === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'set exactly one of url and service' });
+    }
+    if (s.path !== undefined && s.url !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['path'], message: 'path goes with service; put it in url' });
+    }
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: 'has(self.url) != has(self.service)', message: 'set exactly one of url and service' },
+      { rule: '!(has(self.path) && has(self.url))', message: 'path goes with service; put it in url' },
+    ],
+  })
+  .describe(
+    "Where the agent serves its own card: the operator fetches it (under the probes' address policy), converts a 0.3 card to 1.0, removes spec.remove, applies spec.card on top and publishes the result like a written card.",
+  );
+
+/** The required fields of a written card: spec.card must have them unless spec.source is set. */
+const CARD_REQUIRED = [
+  'name',
+  'description',
+  'supportedInterfaces',
+  'version',
+  'capabilities',
+  'defaultInputModes',
+  'defaultOutputModes',
+  'skills',
+] as const;
+
+/** spec.card as an overlay: every top-level field optional (a field present replaces the source's). */
+export const SpecCardOverlaySchema = z
+  .strictObject(agentCardInputShape)
+  .partial()
+  .describe(
+    "The A2A 1.0 AgentCard, field for field in its JSON (camelCase) shape, without signatures (the operator adds them). With spec.source it is an overlay: its fields replace the source card's (objects merge key by key, lists and scalars replace); without it, it is the whole card.",
+  );
+
+const RemoveSchema = z
+  .array(withRule(z.string().min(2).max(SOURCE_LIMITS.pointerLength), POINTER_PATTERN, POINTER_MESSAGE))
+  .max(SOURCE_LIMITS.removals)
+  .describe(
+    'JSON Pointers (RFC 6901) of fields removed from the source\'s card before spec.card is applied, e.g. "/provider/url" or "/skills/2". Only with source; a pointer that matches nothing is ignored.',
+  );
+
+/**
+ * The spec as written in the resource: a written card (spec.card complete), or an adopted one
+ * (spec.source, with spec.card an optional overlay). The controller resolves an adopted spec
+ * into an AgentCardSpec (operator/source/) before validating it like a written one.
+ */
+export const AgentCardResourceSpecSchema = z
+  .strictObject({
+    source: SourceSchema.optional(),
+    remove: RemoveSchema.optional(),
+    card: SpecCardOverlaySchema.optional(),
+    signing: SigningSchema.optional(),
+    serving: ServingSchema.optional(),
+    probe: ProbeSchema.optional(),
+    audiences: AudiencesSchema.optional(),
+  })
+  .superRefine((spec, ctx) => {
+    if (spec.source) {
+      return;
+    }
+    if (spec.remove !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['remove'], message: 'remove needs source' });
+    }
+    if (spec.card === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['card'],
+        message: 'set card, or source to take the card from the agent',
+      });
+      return;
+    }
+    for (const field of CARD_REQUIRED) {
+      if (spec.card[field] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['card', field],
+          message: 'required (unless spec.source is set)',
+        });
+      }
+    }
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: `has(self.source) || (has(self.card) && ${CARD_REQUIRED.map((f) => `has(self.card.${f})`).join(' && ')})`,
+        message: `spec.card needs ${CARD_REQUIRED.join(', ')} unless spec.source is set`,
+      },
+      { rule: '!has(self.remove) || has(self.source)', message: 'remove needs source' },
+    ],
+  })
+  .describe(
+    'The desired Agent Card (written out in card, or taken from the agent with source) and how it is signed, served and probed.',
   );
 
 export const AgentCardSpecSchema = z
@@ -363,6 +622,19 @@ export const AgentCardSpecSchema = z
       }
       if (k.kid !== undefined) kids.add(k.kid);
     });
+    const certificates = new Set<string>();
+    spec.signing?.keys.forEach((k, i) => {
+      const name = k.certificate?.secretName;
+      if (name === undefined) return;
+      if (certificates.has(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signing', 'keys', i, 'certificate', 'secretName'],
+          message: `duplicate certificate Secret "${name}"`,
+        });
+      }
+      certificates.add(name);
+    });
   })
   .describe('The desired Agent Card and how it is signed, served and probed.');
 
@@ -371,7 +643,27 @@ export const AgentCardSpecSchema = z
 
 const time = (what: string) => z.iso.datetime({ offset: true }).describe(`${what} (RFC 3339).`);
 
-export const CONDITION_TYPES = ['Accepted', 'Signed', 'Published', 'InterfacesReachable', 'Ready'] as const;
+export const CONDITION_TYPES = [
+  'Accepted',
+  'Signed',
+  'Published',
+  'InterfacesReachable',
+  'CertificatesValid',
+  'SourceAvailable',
+  'Ready',
+] as const;
+
+/** The public facts of a signing certificate in status. */
+export const SignatureCertificateSchema = z
+  .strictObject({
+    subject: z.string().describe('Subject of the signing (leaf) certificate.'),
+    issuer: z.string().describe('Issuer of the signing certificate.'),
+    identities: z
+      .array(z.string())
+      .describe('Its subject alternative names: URIs (such as a SPIFFE ID) first, then DNS names.'),
+    notAfter: time('When the certificate expires'),
+  })
+  .describe('The certificate of a signature (signing.keys[].certificate), as carried in its x5c header.');
 
 /** status.signatures of a published document (a card, a catalog): the key ids and algorithms. */
 export const publishedSignaturesSchema = (document: string, description: string) =>
@@ -381,6 +673,7 @@ export const publishedSignaturesSchema = (document: string, description: string)
         .strictObject({
           kid: z.string().describe('Key id of the signature.'),
           alg: z.string().describe('JWS algorithm of the signature.'),
+          certificate: SignatureCertificateSchema.optional(),
         })
         .describe(`A signature of the published ${document}.`),
     )
@@ -492,6 +785,34 @@ export const AgentCardStatusSchema = z
       .describe('The cards published for spec.audiences, in order.')
       .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
       .optional(),
+    source: z
+      .strictObject({
+        url: z.string().describe('The URL the adopted card was fetched from.'),
+        digest: z
+          .string()
+          .regex(/^sha256:[0-9a-f]{64}$/)
+          .describe('"sha256:<hex>" of the fetched bytes of the adopted card.'),
+        protocolVersion: z
+          .enum(['1.0', '0.3'])
+          .describe('The A2A shape the source served ("0.3" cards are converted to 1.0).'),
+        fetchTime: time('When the adopted card was fetched'),
+        changeTime: time('When the source last changed to a card that was adopted').optional(),
+        changes: z.int().min(0).describe('How many times a changed source card was adopted.').optional(),
+        signature: z
+          .strictObject({
+            result: z
+              .enum(['Verified', 'Invalid', 'Unsigned', 'NotChecked'])
+              .describe(
+                'Verified: a signature is valid under a key of spec.source.verification; Invalid: none is; Unsigned: the card carries none; NotChecked: no keys are given.',
+              ),
+            kid: z.string().describe('Key id of the verified signature.').optional(),
+            message: z.string().max(1024).describe('Why the signatures did not verify.').optional(),
+          })
+          .describe("The source card's own signatures, checked against spec.source.verification.")
+          .optional(),
+      })
+      .describe('The card adopted from spec.source (absent for a written card).')
+      .optional(),
     serving: z
       .strictObject({
         podsRequesting: z
@@ -513,15 +834,21 @@ export const AgentCardResourceSchema = z.strictObject({
     name: z.string().min(1),
     namespace: z.string().optional(),
   }),
-  spec: AgentCardSpecSchema,
+  spec: AgentCardResourceSpecSchema,
   status: AgentCardStatusSchema.optional(),
 });
 
 export type AgentCardSpec = z.infer<typeof AgentCardSpecSchema>;
+export type AgentCardResourceSpec = z.infer<typeof AgentCardResourceSpecSchema>;
+export type Source = z.infer<typeof SourceSchema>;
+export type SourceKey = z.infer<typeof SourceKeySchema>;
+export type SourceStatus = NonNullable<AgentCardStatus['source']>;
+export type SpecCardOverlay = z.infer<typeof SpecCardOverlaySchema>;
 export type Audience = z.infer<typeof AudienceSchema>;
 export type AudienceStatus = NonNullable<AgentCardStatus['audiences']>[number];
 export type SpecCard = z.infer<typeof SpecCardSchema>;
 export type SigningKeyRef = z.infer<typeof SigningKeyRefSchema>;
+export type CertificateKey = z.infer<typeof CertificateKeySchema>;
 export type Serving = z.infer<typeof ServingSchema>;
 export type Probe = z.infer<typeof ProbeSchema>;
 export type ProbeCredential = z.infer<typeof ProbeCredentialSchema>;

@@ -1,8 +1,10 @@
 /**
  * Signing (A2A spec section 8.4.2): the payload is the RFC 8785 canonical JSON of the card
  * without `signatures`; each key adds one JWS (RFC 7515) with a detached payload, whose protected
- * header is `{alg, jku?, kid, typ: "JOSE"}` (members in canonical order, so the header bytes are
- * reproducible). Keys are a private JWK or a PEM private key (PKCS#8; SEC1 and PKCS#1 also work).
+ * header is `{alg, jku?, kid, typ: "JOSE", x5c?}` (members in canonical order, so the header bytes
+ * are reproducible). Keys are a private JWK or a PEM private key (PKCS#8; SEC1 and PKCS#1 also
+ * work), or a certificate and its key (certificate.ts), whose chain goes in `x5c` (RFC 7515
+ * section 4.1.6) next to the `kid`.
  *
  * Error messages name the problem but never carry key material.
  */
@@ -10,6 +12,7 @@ import { createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } fr
 import { inspect } from 'node:util';
 import * as jose from 'jose';
 import { UserError } from '../errors.ts';
+import { checkCertificateKey, type CertificateFacts } from './certificate.ts';
 import { signingPayload } from './jcs.ts';
 import { SIGNING_ALGS, type SigningAlg } from './resource.ts';
 
@@ -22,6 +25,10 @@ export type SigningKey = {
   readonly alg: SigningAlg;
   /** The public JWK, with kid, alg and use "sig". */
   readonly publicJwk: JWK;
+  /** A certificate key: the chain put in the JWS header (base64 DER, leaf first, no root). */
+  readonly x5c?: readonly string[];
+  /** A certificate key: the leaf certificate's public facts. */
+  readonly certificate?: Readonly<CertificateFacts>;
 };
 
 const privateKeys = new WeakMap<SigningKey, jose.CryptoKey>();
@@ -128,6 +135,29 @@ export async function importSigningKey(
   material: string,
   opts: { kid?: string; alg?: string } = {},
 ): Promise<SigningKey> {
+  return importKey(material, opts);
+}
+
+/**
+ * Imports a certificate signing key (a `kubernetes.io/tls` Secret's `tls.crt`, `tls.key` and
+ * optional `ca.crt`): the key is checked against its certificate, the chain and the key usage
+ * (certificate.ts), and each signature then carries the chain as `x5c`. kid and alg as for
+ * importSigningKey (the kid defaults to the key's RFC 7638 thumbprint).
+ */
+export async function importCertificateSigningKey(
+  material: { certificate: string; privateKey: string; ca?: string },
+  opts: { kid?: string; alg?: string; now?: Date } = {},
+): Promise<SigningKey> {
+  const checked = checkCertificateKey(material, opts.now ?? new Date());
+  const pem = checked.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  return importKey(pem, opts, { x5c: checked.x5c, certificate: checked.facts });
+}
+
+async function importKey(
+  material: string,
+  opts: { kid?: string; alg?: string },
+  cert?: { x5c: string[]; certificate: CertificateFacts },
+): Promise<SigningKey> {
   if (typeof material !== 'string' || material.trim() === '') throw new UserError('the key is empty');
   const { key, jwk } = parsePrivateKey(material);
   const keyType = describeKeyType(key);
@@ -166,8 +196,15 @@ export async function importSigningKey(
     kid,
     alg,
     publicJwk: Object.freeze({ ...publicParts, kid, alg, use: 'sig' }),
-    toJSON: () => ({ kid, alg }),
-    [inspect.custom]: () => `SigningKey { kid: ${JSON.stringify(kid)}, alg: ${alg} }`,
+    ...(cert
+      ? {
+          x5c: Object.freeze([...cert.x5c]),
+          certificate: Object.freeze({ ...cert.certificate, identities: [...cert.certificate.identities] }),
+        }
+      : {}),
+    toJSON: () => ({ kid, alg, ...(cert ? { certificate: cert.certificate.subject } : {}) }),
+    [inspect.custom]: () =>
+      `SigningKey { kid: ${JSON.stringify(kid)}, alg: ${alg}${cert ? `, certificate: ${JSON.stringify(cert.certificate.subject)}` : ''} }`,
   });
   privateKeys.set(signingKey, cryptoKey);
   return signingKey;
@@ -177,9 +214,13 @@ const encoder = new TextEncoder();
 
 /** The protected header of a signature; members in canonical (sorted) order. */
 export function protectedHeader(key: SigningKey, jku?: string): jose.JWSHeaderParameters {
-  return jku === undefined
-    ? { alg: key.alg, kid: key.kid, typ: 'JOSE' }
-    : { alg: key.alg, jku, kid: key.kid, typ: 'JOSE' };
+  return {
+    alg: key.alg,
+    ...(jku === undefined ? {} : { jku }),
+    kid: key.kid,
+    typ: 'JOSE',
+    ...(key.x5c ? { x5c: [...key.x5c] } : {}),
+  };
 }
 
 /**

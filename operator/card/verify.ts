@@ -1,24 +1,39 @@
 /**
  * Verification (A2A spec section 8.4.3): recompute the payload (RFC 8785 canonical JSON of the
  * card without `signatures`, exactly as received), then check each signature against the keys of
- * a trusted JWKS selected by the header's `kid`. One valid signature suffices. The `jku` header
- * is never fetched unless the caller passes `resolveJku` (a key source it trusts).
+ * a trusted JWKS selected by the header's `kid`, or, when the caller trusts certificates and the
+ * header carries an `x5c` chain (RFC 7515 section 4.1.6), against the chain's leaf key once the
+ * chain validates to the trust bundle and the leaf's identity matches (x5c.ts). One valid
+ * signature suffices; the result names the kid and, for a chain, the identity that signed. The
+ * `jku` header is never fetched unless the caller passes `resolveJku` (a key source it trusts).
  */
+import type { KeyObject } from 'node:crypto';
 import * as jose from 'jose';
 import { describeError } from '../errors.ts';
 import { signingPayload } from './jcs.ts';
 import { SIGNING_ALGS } from './resource.ts';
 import type { JWK } from './sign.ts';
+import { type CertificateTrust, validateChain } from './x5c.ts';
 
 export type JWKS = { keys: JWK[] };
-export type SignatureResult = { kid?: string; alg?: string; ok: boolean; error?: string };
-export type VerifyResult = { verified: boolean; kid?: string; results: SignatureResult[] };
+export type SignatureResult = {
+  kid?: string;
+  alg?: string;
+  /** The signer's identity (the leaf's URI SAN), when a certificate chain verified it. */
+  identity?: string;
+  ok: boolean;
+  error?: string;
+};
+export type VerifyResult = { verified: boolean; kid?: string; identity?: string; results: SignatureResult[] };
 export type VerifyOptions = {
   /** Called with a header's jku to get more trusted keys; without it, jku is ignored. */
   resolveJku?: (jku: string) => Promise<JWKS>;
+  /** A trust bundle and identity patterns: signatures with an x5c chain are checked against them. */
+  certificates?: CertificateTrust;
 };
 
 const encoder = new TextEncoder();
+const MISMATCH = 'signature does not match';
 const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
 
 /** The public members of a JWK: a verifier needs (and should trust) no more. */
@@ -75,42 +90,79 @@ async function verifyOne(
   if (typeof alg !== 'string' || !(SIGNING_ALGS as readonly string[]).includes(alg)) {
     return { kid, ok: false, error: `unsupported or missing alg${alg ? ` ${String(alg)}` : ''}` };
   }
-  if (typeof kid !== 'string' || !kid) return { alg, ok: false, error: 'protected header has no kid' };
+  const unprotected =
+    sig.header && typeof sig.header === 'object' ? { header: sig.header as jose.JWSHeaderParameters } : {};
+  const check = async (key: jose.CryptoKey | Uint8Array | KeyObject): Promise<string | undefined> => {
+    try {
+      await jose.flattenedVerify(
+        {
+          protected: sig.protected as string,
+          payload: encodedPayload,
+          signature: sig.signature as string,
+          ...unprotected,
+        },
+        key,
+        { algorithms: [...SIGNING_ALGS] },
+      );
+      return undefined;
+    } catch (err) {
+      return err instanceof jose.errors.JWSSignatureVerificationFailed ? MISMATCH : describeError(err);
+    }
+  };
 
+  // A certificate chain, when the caller trusts certificates: the chain and identity decide.
+  let chainError: string | undefined;
+  if (header.x5c !== undefined && opts.certificates) {
+    const chain = validateChain(header.x5c, opts.certificates);
+    if (chain.ok) {
+      const error = await check(chain.key);
+      if (!error) return { ...(kid ? { kid } : {}), alg, identity: chain.identity, ok: true };
+      // A key the trust vouches for, but not this payload: changed after signing.
+      return { ...(kid ? { kid } : {}), alg, identity: chain.identity, ok: false, error };
+    }
+    chainError = `certificate chain refused: ${chain.error}`;
+  }
+
+  if (typeof kid !== 'string' || !kid)
+    return { alg, ok: false, error: chainError ?? 'protected header has no kid' };
   let candidates = jwks.keys.filter((k) => usableFor(k, kid, alg));
   if (candidates.length === 0 && typeof header.jku === 'string' && opts.resolveJku) {
     try {
       candidates = (await opts.resolveJku(header.jku)).keys.filter((k) => usableFor(k, kid, alg));
     } catch (err) {
-      return { kid, alg, ok: false, error: `cannot get the jku key set: ${describeError(err)}` };
+      return {
+        kid,
+        alg,
+        ok: false,
+        error: chainError ?? `cannot get the jku key set: ${describeError(err)}`,
+      };
     }
   }
-  if (candidates.length === 0)
-    return { kid, alg, ok: false, error: `no trusted key with kid "${kid}" for ${alg}` };
+  if (candidates.length === 0) {
+    if (chainError) return { kid, alg, ok: false, error: chainError };
+    return {
+      kid,
+      alg,
+      ok: false,
+      error:
+        header.x5c !== undefined
+          ? `no trusted key with kid "${kid}" for ${alg}, and its certificate chain (x5c) is not checked without a trust bundle`
+          : `no trusted key with kid "${kid}" for ${alg}`,
+    };
+  }
 
-  let lastError = 'signature does not match';
+  let lastError = MISMATCH;
   for (const jwk of candidates) {
+    let key: jose.CryptoKey | Uint8Array;
     try {
-      const key = await importVerifyKey(jwk, alg);
-      await jose.flattenedVerify(
-        {
-          protected: sig.protected,
-          payload: encodedPayload,
-          signature: sig.signature,
-          ...(sig.header && typeof sig.header === 'object'
-            ? { header: sig.header as jose.JWSHeaderParameters }
-            : {}),
-        },
-        key,
-        { algorithms: [...SIGNING_ALGS] },
-      );
-      return { kid, alg, ok: true };
+      key = await importVerifyKey(jwk, alg);
     } catch (err) {
-      lastError =
-        err instanceof jose.errors.JWSSignatureVerificationFailed
-          ? 'signature does not match'
-          : describeError(err);
+      lastError = describeError(err);
+      continue;
     }
+    const error = await check(key);
+    if (!error) return { kid, alg, ok: true };
+    lastError = error;
   }
   return { kid, alg, ok: false, error: lastError };
 }
@@ -146,5 +198,12 @@ export async function verifyCard(card: unknown, jwks: JWKS, opts: VerifyOptions 
   const results: SignatureResult[] = [];
   for (const entry of signatures) results.push(await verifyOne(entry, encodedPayload, jwks, opts));
   const first = results.find((r) => r.ok);
-  return first ? { verified: true, kid: first.kid, results } : { verified: false, results };
+  return first
+    ? {
+        verified: true,
+        ...(first.kid ? { kid: first.kid } : {}),
+        ...(first.identity ? { identity: first.identity } : {}),
+        results,
+      }
+    : { verified: false, results };
 }

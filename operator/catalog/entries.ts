@@ -46,6 +46,11 @@ export interface AgentFacts {
   skills: string[];
   tags: string[];
   signed: boolean;
+  /**
+   * Who signed the card, when the catalog's trust policy verified it: the identity of the
+   * certificate chain (a SPIFFE ID), or `kid <kid>` of a trusted JWKS key.
+   */
+  signedBy?: string;
   /** True: every interface proved reachable at the last probe; false: one did not; undefined: not probed. */
   reachable?: boolean;
   reachableInterfaces?: string;

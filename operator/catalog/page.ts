@@ -79,7 +79,7 @@ function agentItem(a: AgentFacts): string {
     a.tags.length
       ? `<p class="meta">${a.tags.map((t) => `<span class="tag">${escapeHtml(t)}</span>`).join('')}</p>`
       : '',
-    `<p class="meta">${yesNo(a.signed, 'signed', 'unsigned', '')}${reach}${href ? `<a href="${href}" rel="nofollow noopener">agent card</a>` : ''}</p>`,
+    `<p class="meta">${a.signedBy ? `<span class="badge yes">signed by ${escapeHtml(a.signedBy)}</span>` : yesNo(a.signed, 'signed', 'unsigned', '')}${reach}${href ? `<a href="${href}" rel="nofollow noopener">agent card</a>` : ''}</p>`,
     '</li>',
   ].join('');
 }

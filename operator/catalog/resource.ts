@@ -16,6 +16,7 @@ import {
   SigningSchema,
 } from '../card/resource.ts';
 import { API_VERSION, CATALOG_KIND, CLUSTER_CATALOG_KIND } from '../api/names.ts';
+import { parseIdentityPattern } from '../card/x5c.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Label selectors (metav1.LabelSelector; the same semantics as a Deployment's selector).
@@ -106,6 +107,73 @@ export const CatalogIncludeSchema = z
   })
   .describe('Another catalog, listed as a nested entry (type application/ai-catalog+json).');
 
+const ConfigMapKeySchema = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(DOMAIN, 'must be a ConfigMap name (lower-case DNS subdomain)')
+      .describe('Name of the ConfigMap, in the namespace the catalog publishes to.'),
+    key: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[-._a-zA-Z0-9]+$/, 'must be a ConfigMap data key')
+      .describe('Data key holding the document.'),
+  })
+  .describe('A key of a ConfigMap in the namespace the catalog publishes to.');
+
+export const CatalogTrustSchema = z
+  .strictObject({
+    trustBundle: z
+      .strictObject({ configMap: ConfigMapKeySchema })
+      .describe(
+        'CA certificates (PEM), for example a trust-manager Bundle target: a card signature whose x5c certificate chain leads to one of them, with a leaf allowing digitalSignature and an identity in spec.trust.identities, verifies.',
+      )
+      .optional(),
+    identities: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .max(2048)
+          .superRefine((pattern, ctx) => {
+            try {
+              parseIdentityPattern(pattern);
+            } catch (err) {
+              ctx.addIssue({ code: 'custom', message: (err as Error).message });
+            }
+          }),
+      )
+      .max(64)
+      .describe(
+        "Signer identities trusted with the trust bundle: the leaf certificate's URI SAN (a SPIFFE ID), exact or ending in /* for every identity below that path.",
+      )
+      .optional(),
+    jwks: z
+      .strictObject({ configMap: ConfigMapKeySchema })
+      .describe(
+        'Trusted public keys (a JWKS, or one JWK): a card signature by one of them (by kid) verifies.',
+      )
+      .optional(),
+  })
+  .superRefine((t, ctx) => {
+    if (!t.trustBundle && !t.jwks)
+      ctx.addIssue({ code: 'custom', message: 'give trustBundle (with identities), jwks, or both' });
+    if (t.trustBundle && !t.identities?.length)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['identities'],
+        message: 'trustBundle needs at least one identity',
+      });
+    if (!t.trustBundle && t.identities?.length)
+      ctx.addIssue({ code: 'custom', path: ['identities'], message: 'identities need a trustBundle' });
+  })
+  .describe(
+    "Require every listed card to verify against this trust policy: a card whose published signatures do not verify is left out (status.unverified, status.skipped), and the catalog's page shows who signed each card.",
+  );
+
 const catalogSpecShape = {
   selector: LabelSelectorSchema.describe(
     'Labels of the AgentCards to list; absent or empty lists every AgentCard in scope.',
@@ -146,6 +214,7 @@ const catalogSpecShape = {
     'Signing of the catalog (a detached JWS over its RFC 8785 form without "signature"); the first key signs, every key is published in jwks.json. Absent: unsigned.',
   ).optional(),
   serving: ServingSchema.optional(),
+  trust: CatalogTrustSchema.optional(),
 };
 
 function uniqueIncludes(
@@ -220,6 +289,11 @@ export const CatalogStatusSchema = z
         'Selected AgentCards left out, with why (not Ready, no card for the audience...), at most 20.',
       )
       .optional(),
+    unverified: z
+      .int()
+      .min(0)
+      .describe('Selected AgentCards left out because their card does not verify against spec.trust.')
+      .optional(),
     signatures: publishedSignaturesSchema('catalog', 'Signatures of the published catalog.'),
   })
   .describe('The observed state of the catalog.');
@@ -250,3 +324,4 @@ export type CatalogSpec = ClusterAgentCatalogSpec;
 export type CatalogInclude = z.infer<typeof CatalogIncludeSchema>;
 export type CatalogHostInfo = z.infer<typeof CatalogHostInfoSchema>;
 export type CatalogStatus = z.infer<typeof CatalogStatusSchema>;
+export type CatalogTrust = z.infer<typeof CatalogTrustSchema>;

@@ -80,6 +80,11 @@ export async function verifyCatalog(
   }
   const result = await verifyDetached(parts, payload, jwks, opts);
   return result.ok
-    ? { verified: true, kid: result.kid, results: [result] }
+    ? {
+        verified: true,
+        ...(result.kid ? { kid: result.kid } : {}),
+        ...(result.identity ? { identity: result.identity } : {}),
+        results: [result],
+      }
     : { verified: false, results: [result] };
 }

@@ -34,6 +34,10 @@ const commands: Record<string, Command> = {
     summary: 'serve a published card at /.well-known/',
     load: () => import('./commands/sidecar.ts'),
   },
+  'card-server': {
+    summary: 'serve every centrally served card by Host, from the published ConfigMaps',
+    load: () => import('./commands/card-server.ts'),
+  },
   operator: {
     summary: 'run the controller (and its admission webhook)',
     load: () => import('./commands/operator.ts'),

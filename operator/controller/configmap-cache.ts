@@ -11,7 +11,8 @@
  *   the labels, controller ownerReference and deletionTimestamp;
  * - the ConfigMap event handler: name, namespace, resourceVersion, labels and ownerReferences;
  * - inline catalogs (catalogs/controller.ts): the signed card of an audience, verbatim.
- * The v0.3 cards and the JWKS (about half of the data) are therefore cached as digests.
+ * The v0.3 cards are signed too (audiences/sign.ts) and kept verbatim for the same reason; the
+ * JWKS is cached as a digest.
  * Catalog ConfigMaps are left whole: the catalog plan compares and reuses their pages.
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
@@ -23,9 +24,14 @@ export type CachedConfigMap = V1ConfigMap & { dataDigests?: Record<string, strin
 
 const DIGEST_LENGTH = valueDigest('').length;
 
-/** Whether a data key holds a signed v1.0 card (the default audience's or a host's). */
+/** Whether a data key holds a signed card, v1.0 or v0.3 (the default audience's or a host's). */
 export function isSignedCardKey(key: string): boolean {
-  return key === DATA_KEYS.card || key.endsWith(`.${DATA_KEYS.card}`);
+  return (
+    key === DATA_KEYS.card ||
+    key.endsWith(`.${DATA_KEYS.card}`) ||
+    key === DATA_KEYS.legacyCard ||
+    key.endsWith(`.${DATA_KEYS.legacyCard}`)
+  );
 }
 
 /** Trims a card ConfigMap in place before it is cached; other ConfigMaps keep their data. */

@@ -11,6 +11,9 @@ import {
   configMapName,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  SERVING_CENTRAL,
+  SERVING_HOSTS_KEY,
+  SERVING_LABEL,
 } from '../api/names.ts';
 
 export const DEFAULT_CACHE_MAX_AGE_SECONDS = 300;
@@ -41,6 +44,11 @@ export interface PublishedFiles {
   cacheMaxAgeSeconds: number;
   /** The other audiences' cards under their host keys (audiences/publish.ts lays them out). */
   variantData?: Readonly<Record<string, string>>;
+  /**
+   * Set when the card server serves this card (spec.serving.server Central): the default
+   * audience's hosts, lowercase. The ConfigMap then carries SERVING_LABEL and SERVING_HOSTS_KEY.
+   */
+  centralHosts?: readonly string[];
 }
 
 export interface ConfigMapObject {
@@ -80,7 +88,11 @@ export function desiredConfigMap(owner: Owner, files: PublishedFiles): ConfigMap
     metadata: {
       name: configMapName(owner.name),
       namespace: owner.namespace,
-      labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [CARD_LABEL]: owner.name },
+      labels: {
+        [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
+        [CARD_LABEL]: owner.name,
+        ...(files.centralHosts ? { [SERVING_LABEL]: SERVING_CENTRAL } : {}),
+      },
       ownerReferences: [
         {
           apiVersion: owner.apiVersion,
@@ -97,6 +109,10 @@ export function desiredConfigMap(owner: Owner, files: PublishedFiles): ConfigMap
       [DATA_KEYS.jwks]: files.jwks,
       [DATA_KEYS.maxAge]: String(files.cacheMaxAgeSeconds),
       ...files.variantData,
+      // One host per line, newline-terminated; present (maybe empty) for every central card.
+      ...(files.centralHosts
+        ? { [SERVING_HOSTS_KEY]: files.centralHosts.map((h) => `${h}\n`).join('') }
+        : {}),
     },
   };
 }

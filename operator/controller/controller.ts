@@ -40,7 +40,9 @@ import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import { WorkQueue, type Priority, type QueueGate } from './workqueue.ts';
+import { WorkQueue, type HandlerResult, type Priority, type QueueGate } from './workqueue.ts';
+import { SourceTracker, type SourceDeps } from '../source/tracker.ts';
+import { systemClock, type Clock } from '../kube/clock.ts';
 import { Writer } from '../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
@@ -69,6 +71,10 @@ export interface ControllerOptions {
   probes: ProbeHooks;
   /** Holds the work queue while the API server is away (kube/health.ts); none: never held. */
   gate?: QueueGate;
+  /** Fetching the cards of spec.source (operator/source/); none: adopted cards are not fetched. */
+  source?: Omit<SourceDeps, 'clock'>;
+  /** Time for the source's re-fetch schedule and the queue's delays (a manual clock in tests). */
+  clock?: Clock;
 }
 
 export class Controller {
@@ -91,6 +97,8 @@ export class Controller {
   private started = false;
   /** Aborts the reconciles in flight when the loop is cancelled. */
   private readonly work = new WorkSignal();
+  /** The adopted cards' sources: what each one serves, and when it is fetched again. */
+  private readonly sources: SourceTracker;
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
@@ -99,8 +107,22 @@ export class Controller {
       client: opts.client,
       onWrite: (resource) => opts.metrics.apiWrites.inc({ resource }),
     });
+    const clock = opts.clock ?? systemClock;
+    this.sources = new SourceTracker({
+      clock,
+      fetch:
+        opts.source?.fetch ??
+        (async (urls) => ({
+          ok: false,
+          url: urls[0] ?? '',
+          reason: 'SourceFetchDisabled',
+          message: 'this operator does not fetch sources',
+        })),
+      servicePort: opts.source?.servicePort ?? (async () => undefined),
+    });
     this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
       concurrency: opts.concurrency,
+      clock,
       gate: opts.gate,
       observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
@@ -274,6 +296,7 @@ export class Controller {
     this.writer.forgetConfigMap(namespace, configMapName(name));
     this.opts.metrics.forgetCard(namespace, name);
     this.opts.probes.forget(key);
+    this.sources.forget(key);
     this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
   }
 
@@ -318,18 +341,20 @@ export class Controller {
 
   // ---- the reconcile -------------------------------------------------------------------------
 
-  async reconcile(key: string, signal: AbortSignal): Promise<void> {
+  async reconcile(key: string, signal: AbortSignal): Promise<HandlerResult> {
     const [namespace, name] = splitKey(key);
     const resource = this.currentCard(namespace, name);
     if (!resource || resource.metadata.deletionTimestamp) {
       this.opts.probes.forget(key);
+      this.sources.forget(key);
       return;
     }
     const started = process.hrtime.bigint();
     const log = this.log.child({ namespace, name });
     try {
-      await this.reconcileCard(key, resource, log, signal);
+      const result = await this.reconcileCard(key, resource, log, signal);
       this.opts.metrics.reconcileTotal.inc({ result: 'success' });
+      return result;
     } catch (err) {
       this.opts.metrics.reconcileTotal.inc({ result: 'error' });
       throw err;
@@ -343,9 +368,18 @@ export class Controller {
     resource: AgentCardObject,
     log: Logger,
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<HandlerResult> {
     const { namespace, name } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
+    const now = new Date();
+    const source = await this.sources.resolve(key, { namespace, spec: resource.spec }, now, signal);
+    if (source?.fetched) {
+      log.debug('fetched the source', {
+        condition: source.condition.reason,
+        digest: source.status?.digest ?? null,
+        nextFetchInMs: source.requeueAfterMs,
+      });
+    }
     const secrets = await readReferencedSecrets(
       this.opts.client,
       this.scopeOf(namespace),
@@ -360,8 +394,9 @@ export class Controller {
       liveConfigMap: this.currentConfigMap(namespace, cmName),
       interfaces: (spec: AgentCardSpec | undefined) =>
         this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
-      now: new Date(),
+      now,
       serving: summarizeServing({ name, namespace }, this.pods.podsFor(key)),
+      ...(source ? { source } : {}),
     };
     // Decided once (validate, render, sign); a failed publish only changes the derived status.
     const { decision, result, plan } = await reconcilePlan(input, (configMap) =>
@@ -406,7 +441,7 @@ export class Controller {
         resource.metadata.resourceVersion,
         signal,
       );
-      if (!written) return; // deleted meanwhile
+      if (!written) return undefined; // deleted meanwhile
     }
 
     if (plan.configMap || plan.statusChanged) {
@@ -428,9 +463,14 @@ export class Controller {
       digest: plan.status.card?.digest,
       conditions: plan.status.conditions,
       podsMissingSidecar: plan.status.serving?.podsMissingSidecar,
+      signatures: plan.status.signatures,
     });
     if (plan.spec) this.opts.probes.track(key, plan.spec, secrets);
     if (publishError) throw publishError;
+    // The next fetch of the source, or a signing certificate's expiry warning or expiry, whichever
+    // comes first (the queue keeps one delayed add per key).
+    const after = [source?.requeueAfterMs, plan.requeueAfterMs].filter((ms) => ms !== undefined);
+    return after.length ? { requeueAfterMs: Math.min(...after) } : undefined;
   }
 
   /** Re-queues one card, behind any change to act on (probe verdict changes). */

@@ -64,6 +64,13 @@ export function plannedEvents(
     events.push({ type: 'Warning', reason: pubAfter.reason, action: 'Publish', message: pubAfter.message });
   }
 
+  // CertificatesValid: warned once when a signing certificate enters its expiry window (and
+  // again if another one does); a renewal clears it quietly (the Published event says it).
+  const [certBefore, certAfter] = pair('CertificatesValid');
+  if (certAfter?.status === 'False' && !sameState(certBefore, certAfter)) {
+    events.push({ type: 'Warning', reason: certAfter.reason, action: 'Sign', message: certAfter.message });
+  }
+
   // InterfacesReachable: only when the status flips (the n/m message moves too often).
   const [ifBefore, ifAfter] = pair('InterfacesReachable');
   if (ifAfter && ifBefore?.status !== ifAfter.status) {

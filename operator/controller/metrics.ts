@@ -17,7 +17,11 @@ import { RuntimeMetrics } from '../metrics/runtime.ts';
 import { ScrapeTimeGauge, type Sample } from '../metrics/scrape-time.ts';
 
 /** The `controller` label of each controller's work queue and reconcile metrics. */
-export const CONTROLLER_NAMES = { cards: 'agentcard', catalogs: 'agentcatalog' } as const;
+export const CONTROLLER_NAMES = {
+  cards: 'agentcard',
+  catalogs: 'agentcatalog',
+  adoption: 'adoption',
+} as const;
 
 const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;
 
@@ -29,6 +33,8 @@ export interface CardMetricState {
   conditions?: readonly { type: string; status: string; reason: string }[];
   /** status.serving.podsMissingSidecar. */
   podsMissingSidecar?: number;
+  /** status.signatures: the certificate ones give agentcard_signing_certificate_expiration_timestamp_seconds. */
+  signatures?: readonly { kid: string; certificate?: { notAfter: string } }[];
 }
 
 /** What the series of one card are built from; conditions flattened as type, status, reason. */
@@ -40,6 +46,8 @@ interface CardRecord {
   digest: string | undefined;
   conditions: string[];
   podsMissingSidecar: number;
+  /** kid, notAfter (epoch seconds) pairs of the signing certificates. */
+  certificates: Array<[string, number]>;
 }
 
 export class ControllerMetrics {
@@ -52,6 +60,7 @@ export class ControllerMetrics {
   readonly apiWrites: Counter<'resource'>;
   readonly condition: Gauge<'namespace' | 'name' | 'type' | 'status' | 'reason'>;
   readonly podsMissingSidecar: Gauge<'namespace' | 'name'>;
+  readonly certificateExpiration: Gauge<'namespace' | 'name' | 'kid'>;
   /** workqueue_* and controller_runtime_reconcile_* of every controller. */
   readonly runtime: RuntimeMetrics;
   /** By namespace/name, in the order the cards were first seen. */
@@ -123,6 +132,16 @@ export class ControllerMetrics {
       },
       () => this.podsMissingSamples(),
     );
+    // cert-manager's certmanager_certificate_expiration_timestamp_seconds, per signature.
+    this.certificateExpiration = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_signing_certificate_expiration_timestamp_seconds',
+        help: 'The notAfter (Unix seconds) of the certificate of each certificate signature of the published card.',
+        labelNames: ['namespace', 'name', 'kid'],
+        registers: [registry],
+      },
+      () => this.certificateSamples(),
+    );
   }
 
   /** Records the card's current state; its series change at the next scrape. */
@@ -139,6 +158,9 @@ export class ControllerMetrics {
       digest: published ? state.digest : undefined,
       conditions,
       podsMissingSidecar: state.podsMissingSidecar ?? 0,
+      certificates: (state.signatures ?? []).flatMap((s) =>
+        s.certificate ? [[s.kid, Date.parse(s.certificate.notAfter) / 1000] as [string, number]] : [],
+      ),
     });
   }
 
@@ -163,6 +185,11 @@ export class ControllerMetrics {
     for (const { namespace, name, conditions: c } of this.cards.values())
       for (let i = 0; i + 2 < c.length; i += 3)
         yield { labels: { namespace, name, type: c[i]!, status: c[i + 1]!, reason: c[i + 2]! }, value: 1 };
+  }
+
+  private *certificateSamples(): Generator<Sample<'namespace' | 'name' | 'kid'>> {
+    for (const { namespace, name, certificates } of this.cards.values())
+      for (const [kid, notAfter] of certificates) yield { labels: { namespace, name, kid }, value: notAfter };
   }
 
   private *podsMissingSamples(): Generator<Sample<'namespace' | 'name'>> {

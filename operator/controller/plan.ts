@@ -16,7 +16,8 @@ import { variantData, type VariantFiles } from './audiences/publish.ts';
 import { signVariants } from './audiences/sign.ts';
 import { API_VERSION, configMapName, KIND } from '../api/names.ts';
 import { serializeCard } from '../card/serialize.ts';
-import { importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
+import { expiryWarningAt } from '../card/certificate.ts';
+import { importCertificateSigningKey, importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
 import {
   deriveReady,
@@ -45,6 +46,7 @@ import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
 import { ownedStatus, statusChanged, type CardStatus, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
+import type { SourceOutcome } from '../source/tracker.ts';
 
 /** Omit over each member of a union (a typed condition keeps its type/reason pairing). */
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -90,6 +92,8 @@ export interface PlanInput {
   maxConfigMapBytes?: number;
   /** The Pods that ask for this card (status.serving); undefined: not reported. */
   serving?: ServingSummary;
+  /** For an adopted card (spec.source): the card taken from the agent (operator/source/). */
+  source?: SourceOutcome;
 }
 
 export interface Plan {
@@ -104,6 +108,8 @@ export interface Plan {
   ready: ConditionStatus;
   /** Why the card was signed again or not (for debug logs). */
   signingNote?: string;
+  /** Reconcile again after this long: the next certificate expiry warning or expiry is due. */
+  requeueAfterMs?: number;
 }
 
 const MAX_LISTED_PROBLEMS = 3;
@@ -161,6 +167,33 @@ function importCached(
   return key;
 }
 
+/** Imported certificate keys, cached like importCached (the checks of `now` are redone by the caller). */
+function importCertificateCached(
+  material: { certificate: string; privateKey: string; ca?: string },
+  kid: string | undefined,
+  alg: string | undefined,
+  now: Date,
+): Promise<SigningKey> {
+  const digest = createHash('sha256')
+    .update(material.certificate)
+    .update('\u0000')
+    .update(material.privateKey)
+    .update('\u0000')
+    .update(material.ca ?? '')
+    .digest('hex');
+  const id = `x509\u0000${digest}\u0000${kid ?? ''}\u0000${alg ?? ''}`;
+  let key = keyCache.get(id);
+  if (!key) {
+    key = importCertificateSigningKey(material, { kid, alg, now });
+    keyCache.set(id, key);
+    key.catch(() => keyCache.delete(id));
+    if (keyCache.size > KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value as string);
+  }
+  return key;
+}
+
+const TLS_ENTRIES = { certificate: 'tls.crt', privateKey: 'tls.key', ca: 'ca.crt' } as const;
+
 export interface SigningOutcome {
   condition: Omit<ConditionInput, 'type' | 'observedGeneration' | 'reason'> & { reason: SignedReason };
   keys?: SigningKey[];
@@ -177,6 +210,7 @@ export async function loadSigningKeys(
   secrets: ReadonlyMap<string, SecretView | undefined>,
   served: string,
   subject: 'card' | 'catalog' = 'card',
+  now: Date = new Date(),
 ): Promise<SigningOutcome> {
   const signing = spec.signing;
   if (!signing) {
@@ -189,11 +223,20 @@ export async function loadSigningKeys(
       keys: [],
     };
   }
-  const problems: Array<{ reason: 'SigningKeyNotFound' | 'SigningKeyInvalid'; message: string }> = [];
+  const problems: Array<{
+    reason: 'SigningKeyNotFound' | 'SigningKeyInvalid' | 'SigningCertificateInvalid';
+    message: string;
+  }> = [];
   const keys: SigningKey[] = [];
   for (const [i, ref] of signing.keys.entries()) {
     const where = `spec.signing.keys[${i}]`;
-    const { name, key } = ref.secretRef;
+    if (ref.certificate) {
+      const loaded = await loadCertificateKey(ref, where, namespace, secrets, subject, now);
+      if ('key' in loaded) keys.push(loaded.key);
+      else problems.push(loaded);
+      continue;
+    }
+    const { name, key } = ref.secretRef!;
     const secret = secrets.get(name);
     if (!secret) {
       problems.push({
@@ -245,6 +288,108 @@ export async function loadSigningKeys(
   };
 }
 
+/** One certificate key (spec.signing.keys[i].certificate): the kubernetes.io/tls Secret it names. */
+async function loadCertificateKey(
+  ref: NonNullable<AgentCardSpec['signing']>['keys'][number],
+  where: string,
+  namespace: string,
+  secrets: ReadonlyMap<string, SecretView | undefined>,
+  subject: 'card' | 'catalog',
+  now: Date,
+): Promise<
+  { key: SigningKey } | { reason: 'SigningKeyNotFound' | 'SigningCertificateInvalid'; message: string }
+> {
+  const cert = ref.certificate!;
+  const name = cert.secretName;
+  const secret = secrets.get(name);
+  if (!secret) {
+    return {
+      reason: 'SigningKeyNotFound',
+      message: `${where}: certificate Secret "${name}" not found in namespace ${namespace}; create a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt); the ${subject} is signed as soon as it exists`,
+    };
+  }
+  const missing = [TLS_ENTRIES.certificate, TLS_ENTRIES.privateKey].filter((k) => !secret.data[k]);
+  if (missing.length > 0) {
+    return {
+      reason: 'SigningKeyNotFound',
+      message: `${where}: Secret "${name}" has no ${missing.join(' and ')}; a certificate signing key is a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt)`,
+    };
+  }
+  const text = (k: string) => Buffer.from(secret.data[k]!, 'base64').toString('utf8');
+  try {
+    const key = await importCertificateCached(
+      {
+        certificate: text(TLS_ENTRIES.certificate),
+        privateKey: text(TLS_ENTRIES.privateKey),
+        ...(secret.data[TLS_ENTRIES.ca] ? { ca: text(TLS_ENTRIES.ca) } : {}),
+      },
+      ref.kid,
+      ref.alg,
+      now,
+    );
+    // A cached import was checked at another time: its validity is checked again now.
+    const facts = key.certificate!;
+    if (now.getTime() > Date.parse(facts.notAfter))
+      throw new UserError(`the certificate (${facts.subject}) expired at ${facts.notAfter}`);
+    if (now.getTime() < Date.parse(facts.notBefore))
+      throw new UserError(`the certificate (${facts.subject}) is not valid before ${facts.notBefore}`);
+    return { key };
+  } catch (err) {
+    const why = err instanceof UserError ? describeError(err) : 'it is not a usable certificate and key';
+    return {
+      reason: 'SigningCertificateInvalid',
+      message: `${where}: the certificate in Secret "${name}" cannot be used: ${why}`,
+    };
+  }
+}
+
+/**
+ * CertificatesValid: whether any signing certificate is close to expiry (certificate.ts,
+ * expiryWarningAt). Undefined when no key is a certificate. `nextCheck` is when the verdict
+ * changes next (the warning, then the expiry), for a timely re-queue.
+ */
+export function certificateExpiry(
+  keys: readonly SigningKey[],
+  now: Date,
+):
+  | {
+      condition: DistributiveOmit<
+        Extract<CardCondition, { type: 'CertificatesValid' }>,
+        'type' | 'observedGeneration'
+      >;
+      nextCheck: Date;
+    }
+  | undefined {
+  const certs = keys.flatMap((k, i) => (k.certificate ? [{ i, kid: k.kid, facts: k.certificate }] : []));
+  if (certs.length === 0) return undefined;
+  const withWarning = certs.map((c) => ({ ...c, warnAt: expiryWarningAt(c.facts) }));
+  const expiring = withWarning.filter((c) => now >= c.warnAt);
+  const soonest = [...withWarning].sort(
+    (a, b) => Date.parse(a.facts.notAfter) - Date.parse(b.facts.notAfter),
+  )[0]!;
+  const upcoming = withWarning.map((c) => (now < c.warnAt ? c.warnAt : new Date(c.facts.notAfter)));
+  const nextCheck = new Date(Math.min(...upcoming.map((d) => d.getTime())));
+  if (expiring.length > 0) {
+    const first = expiring[0]!;
+    return {
+      condition: {
+        status: 'False',
+        reason: 'CertificateExpiring',
+        message: `the signing certificate ${first.facts.subject} (kid ${first.kid}) expires at ${first.facts.notAfter} and has not been renewed${expiring.length > 1 ? ` (and ${expiring.length - 1} more)` : ''}; renew it (cert-manager: check the Certificate's Issuing condition), the card stops being signed when it expires`,
+      },
+      nextCheck,
+    };
+  }
+  return {
+    condition: {
+      status: 'True',
+      reason: 'Valid',
+      message: `${certs.length === 1 ? 'the signing certificate is' : `${certs.length} signing certificates are`} valid; the first expires at ${soonest.facts.notAfter} (warning from ${soonest.warnAt.toISOString()})`,
+    },
+    nextCheck,
+  };
+}
+
 /** A warning when the set of Pods running without the sidecar grows or changes (not when it empties). */
 function servingEvents(
   before: ServingSummary | undefined,
@@ -291,6 +436,38 @@ function publishedDigests(
   return [card.digest, ...(audiences ?? []).map((a) => `${a.name}=${a.digest}`)].join(',');
 }
 
+/** A warning once per distinct source failure, and the tracker's own events (a change adopted). */
+function sourceEvents(before: Condition | undefined, source: SourceOutcome | undefined): PlannedEvent[] {
+  if (!source) return [];
+  const events: PlannedEvent[] = [...source.events];
+  const c = source.condition;
+  if (
+    c.status === 'False' &&
+    (before?.status !== c.status || before.reason !== c.reason || before.message !== c.message)
+  ) {
+    events.push({ type: 'Warning', reason: c.reason, action: 'Fetch', message: c.message });
+  }
+  return events;
+}
+
+/** status.signatures[] of one key: kid, alg and, for a certificate key, its public facts. */
+export function signatureStatus(k: SigningKey): NonNullable<ControllerStatus['signatures']>[number] {
+  return {
+    kid: k.kid,
+    alg: k.alg,
+    ...(k.certificate
+      ? {
+          certificate: {
+            subject: k.certificate.subject,
+            issuer: k.certificate.issuer,
+            identities: [...k.certificate.identities],
+            notAfter: k.certificate.notAfter.replace(/\.\d{3}Z$/, 'Z'),
+          },
+        }
+      : {}),
+  };
+}
+
 /** The parts of the card engine a reconcile uses; tests count calls through them. */
 export interface CardEngine {
   validate: typeof validateSpec;
@@ -328,9 +505,24 @@ export interface CardDecision {
   served: string;
   /** Why the card was signed again or not (for debug logs). */
   signingNote?: string;
+  /**
+   * The source's outcome for an adopted card (an input, fetched before the decision): its
+   * condition, status and events go into the status whatever the publish result.
+   */
+  source?: SourceOutcome;
+  /** Conditions no longer true of this card, removed from the status (CertificatesValid). */
+  drop: string[];
+  /** Reconcile again after this long: a signing certificate's expiry warning or expiry is due. */
+  requeueAfterMs?: number;
 }
 
-type DecisionInput = Pick<PlanInput, 'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes'>;
+type DecisionInput = Pick<
+  PlanInput,
+  'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes' | 'now' | 'source'
+>;
+
+/** A timer cannot wait past 2^31 ms, and the resync checks again anyway. */
+const MAX_REQUEUE_MS = 24 * 3600_000;
 
 export async function decideCard(input: DecisionInput, engine: CardEngine = ENGINE): Promise<CardDecision> {
   const { resource } = input;
@@ -350,24 +542,43 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       reason: 'NotPublished',
       message: `nothing is published yet: ${why}`,
     });
-  const decision = (rest: Omit<CardDecision, 'generation' | 'served'>): CardDecision => ({
+  const source = input.source;
+  const decision = (
+    rest: Omit<CardDecision, 'generation' | 'served' | 'drop'> & { drop?: string[] },
+  ): CardDecision => ({
     generation,
     served,
+    ...(source ? { source } : {}),
     ...rest,
+    // A written card has no SourceAvailable condition (an AgentCard that stops adopting drops it).
+    drop: [...(rest.drop ?? []), ...(source ? [] : ['SourceAvailable'])],
   });
 
-  const validation = engine.validate(resource.spec);
+  // An adopted card is validated as the written card it amounts to; until the source has given
+  // one, there is nothing to validate (and the published card, if any, stays).
+  const validation = source
+    ? source.spec
+      ? engine.validate(source.spec)
+      : { problems: source.invalid ?? [], spec: undefined, card: undefined }
+    : engine.validate(resource.spec);
   const nameProblem = configMapNameProblem(name);
   if (!validation.spec || !validation.card || nameProblem) {
-    const message = nameProblem ?? specProblemMessage(validation.problems, served);
+    const noSourceCard = !!source && !source.spec && !source.invalid && !nameProblem;
     return decision({
       conditions: [
-        at({
-          type: 'Accepted',
-          status: 'False',
-          reason: nameProblem ? 'InvalidName' : 'InvalidSpec',
-          message,
-        }),
+        noSourceCard
+          ? at({
+              type: 'Accepted',
+              status: 'False',
+              reason: 'SourceUnavailable',
+              message: `no card from spec.source yet (${source.condition.message}); ${served}`,
+            })
+          : at({
+              type: 'Accepted',
+              status: 'False',
+              reason: nameProblem ? 'InvalidName' : 'InvalidSpec',
+              message: nameProblem ?? specProblemMessage(validation.problems, served),
+            }),
         // Nothing else is touched: the conditions keep describing the last published card.
         keepCondition(
           prevCondition('Signed'),
@@ -389,7 +600,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     reason: 'Valid',
     message: `the spec is valid${warningsNote(validation.problems)}`,
   });
-  const signing = await loadSigningKeys(spec, namespace, input.secrets, served);
+  const signing = await loadSigningKeys(spec, namespace, input.secrets, served, 'card', input.now);
   const signed = at({ type: 'Signed', ...signing.condition });
   if (!signing.keys) {
     return decision({
@@ -402,6 +613,18 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     });
   }
   const keys = signing.keys;
+  // CertificatesValid, when a key is a certificate; re-checked when its verdict changes next.
+  const expiry = certificateExpiry(keys, input.now);
+  const certificates: Pick<CardDecision, 'drop' | 'requeueAfterMs'> = expiry
+    ? {
+        drop: [],
+        requeueAfterMs: Math.min(
+          MAX_REQUEUE_MS,
+          Math.max(1000, expiry.nextCheck.getTime() - input.now.getTime() + 1000),
+        ),
+      }
+    : { drop: ['CertificatesValid'] };
+  const keyConditions = expiry ? [signed, at({ type: 'CertificatesValid', ...expiry.condition })] : [signed];
   const wanted = audienceVariants(spec, validation.card);
   const signedVariants = await engine.sign(wanted, keys, spec.signing?.jku, input.liveConfigMap?.data);
   const [main, ...others] = signedVariants.files as [VariantFiles, ...VariantFiles[]];
@@ -411,6 +634,9 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
     cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
     variantData: variantData(others),
+    ...(spec.serving?.server === 'Central'
+      ? { centralHosts: (spec.serving.hosts ?? []).map((h) => h.toLowerCase()) }
+      : {}),
   };
   const cmName = configMapName(name);
   const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
@@ -421,9 +647,10 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     return decision({
       spec,
       signingNote: signedVariants.note,
+      ...certificates,
       conditions: [
         accepted,
-        signed,
+        ...keyConditions,
         at({ type: 'Published', status: 'False', reason: 'CardTooLarge', message: `${tooLarge}; ${served}` }),
       ],
     });
@@ -431,7 +658,8 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
   return decision({
     spec,
     signingNote: signedVariants.note,
-    conditions: [accepted, signed],
+    ...certificates,
+    conditions: [accepted, ...keyConditions],
     artifacts: {
       configMapName: cmName,
       write: configMapUpToDate(input.liveConfigMap, desired) ? undefined : desired,
@@ -441,7 +669,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
         version: validation.card.version,
         configMap: cmName,
       },
-      signatures: keys.map((k) => ({ kid: k.kid, alg: k.alg })),
+      signatures: keys.map(signatureStatus),
       audiences: audienceStatus(others, wanted),
     },
   });
@@ -507,6 +735,7 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
       events: [],
       ready: getCondition(prevConditions, 'Ready')?.status ?? 'Unknown',
       signingNote: decision.signingNote,
+      ...(decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {}),
     };
   }
   // Pods that ask for this card but run without the sidecar (the webhook's failurePolicy is
@@ -529,10 +758,15 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
 
   const verdict = ctx.verdict;
   next.push({ type: 'InterfacesReachable', ...verdict.condition });
+  // SourceAvailable does not gate Ready: the last good card stays published and served. Its
+  // reason is the source tracker's (SOURCE_AVAILABLE_REASONS in operator/api/reasons.ts).
+  const source = decision.source;
+  if (source) next.push({ type: 'SourceAvailable', observedGeneration: generation, ...source.condition });
   next.push(deriveReady(next, generation));
 
-  let conditions: Condition[] = [...prevConditions];
+  let conditions: Condition[] = prevConditions.filter((c) => !decision.drop.includes(c.type));
   for (const c of next) conditions = setCondition(conditions, c, now);
+  const sourceStatus = source ? (source.status ?? previous.source) : undefined;
 
   const status: ControllerStatus = {
     observedGeneration: generation,
@@ -545,6 +779,7 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
       ? { reachableInterfaces: verdict.reachableInterfaces }
       : {}),
     ...(ctx.serving ? { serving: ctx.serving } : {}),
+    ...(sourceStatus ? { source: sourceStatus } : {}),
   };
   const ready = getCondition(conditions, 'Ready')!.status;
   return {
@@ -559,9 +794,11 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
         digestAfter: publishedDigests(card, audiences),
       }),
       ...servingEvents(previous.serving, ctx.serving),
+      ...sourceEvents(getCondition(prevConditions, 'SourceAvailable'), source),
     ],
     ready,
     signingNote: decision.signingNote,
+    ...(decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {}),
   };
 }
 

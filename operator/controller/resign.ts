@@ -6,7 +6,8 @@
  * - the same payload (the newly rendered card with the live signatures serializes to the live
  *   bytes, so nothing but the signatures could differ);
  * - one signature per configured key, in order, whose protected header names that key's kid and
- *   alg and the configured jku;
+ *   alg, the configured jku and, for a certificate key, exactly its current chain (x5c): a renewed
+ *   certificate with the same key (cert-manager's rotationPolicy: Never) is signed again;
  * - every signature valid under the current public key (A2A spec section 8.4.3 verification).
  * A rotated key, a changed jku or an edited ConfigMap all fail one of these, and the card is
  * signed again.
@@ -25,6 +26,12 @@ function protectedHeader(entry: unknown): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Whether a header's x5c is exactly the key's chain (both absent for a key without certificate). */
+export function sameChain(x5c: unknown, chain: readonly string[] | undefined): boolean {
+  if (chain === undefined) return x5c === undefined;
+  return Array.isArray(x5c) && x5c.length === chain.length && x5c.every((c, i) => c === chain[i]);
 }
 
 /** The live card text when it can be published again unchanged; else why it cannot. */
@@ -48,7 +55,13 @@ export async function reusableSignedCard(
   if (serializeCard({ ...rendered, signatures }) !== liveText) return { why: 'the card changed' };
   for (const [i, key] of keys.entries()) {
     const header = protectedHeader(signatures[i]);
-    if (!header || header.kid !== key.kid || header.alg !== key.alg || header.jku !== jku) {
+    if (
+      !header ||
+      header.kid !== key.kid ||
+      header.alg !== key.alg ||
+      header.jku !== jku ||
+      !sameChain(header.x5c, key.x5c)
+    ) {
       return { why: `signature ${i} does not name key ${key.kid} (${key.alg}) and the configured jku` };
     }
   }

@@ -1,6 +1,7 @@
 /**
- * Which AgentCards reference which Secrets (spec.signing.keys[].secretRef and
- * spec.probe.credentials[].secretRef, always in the AgentCard's namespace), so that a change of a
+ * Which AgentCards reference which Secrets (spec.signing.keys[].secretRef,
+ * spec.signing.keys[].certificate.secretName and spec.probe.credentials[].secretRef, always in the
+ * AgentCard's namespace), so that a change of a
  * watched Secret re-queues exactly the cards that use it. Keys are "namespace/name".
  */
 export class SecretIndex {
@@ -44,7 +45,7 @@ export class SecretIndex {
 export function referencedSecretNames(spec: unknown): string[] {
   const names = new Set<string>();
   const s = spec as {
-    signing?: { keys?: Array<{ secretRef?: { name?: unknown } }> };
+    signing?: { keys?: Array<{ secretRef?: { name?: unknown }; certificate?: { secretName?: unknown } }> };
     probe?: { credentials?: Array<{ secretRef?: { name?: unknown } }> };
   };
   const add = (list: Array<{ secretRef?: { name?: unknown } }> | undefined) => {
@@ -55,6 +56,12 @@ export function referencedSecretNames(spec: unknown): string[] {
     }
   };
   add(s?.signing?.keys);
+  if (Array.isArray(s?.signing?.keys)) {
+    for (const item of s.signing.keys) {
+      const name = item?.certificate?.secretName;
+      if (typeof name === 'string' && name) names.add(name);
+    }
+  }
   add(s?.probe?.credentials);
   return [...names];
 }

@@ -15,6 +15,7 @@ export const OWNED_STATUS_FIELDS = [
   'reachableInterfaces',
   'audiences',
   'serving',
+  'source',
 ] as const;
 
 /** The controller-owned part of AgentCard.status (the schema's fields, conditions always with observedGeneration). */

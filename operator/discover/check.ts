@@ -8,7 +8,7 @@ import { defaultsOmittedPayload } from '../card/jcs.ts';
 import type { Problem } from '../card/problem.ts';
 import { validateCard } from '../card/validate.ts';
 import { type SignatureResult, verifyCard, verifyDetached } from '../card/verify.ts';
-import { type Trust, jkuResolver } from './trust.ts';
+import { type Trust, verifyOptions } from './trust.ts';
 
 export type SignatureStatus = 'verified' | 'unsigned' | 'untrusted' | 'invalid';
 
@@ -16,6 +16,8 @@ export interface SignatureReport {
   status: SignatureStatus;
   /** The kid that verified. */
   kid?: string;
+  /** The signer's identity, when a certificate chain (x5c) verified it. */
+  identity?: string;
   /**
    * How the payload was read: `jcs` is A2A spec section 8.4.1 (the card as received, without
    * `signatures`); `defaults-omitted` is the protobuf-JSON reading some SDKs sign (see jcs.ts).
@@ -28,9 +30,17 @@ export interface SignatureReport {
 
 const MISMATCH = 'signature does not match';
 
+/** Who signed, for a message: the identity of a chain, else the kid. */
+export function signerOf(r: { kid?: string; identity?: string }): string {
+  return r.identity ? `identity ${r.identity}${r.kid ? ` (kid ${r.kid})` : ''}` : `kid ${r.kid}`;
+}
+
 function describeResults(results: SignatureResult[]): string {
   return results
-    .map((r) => `${r.kid ? `kid ${r.kid}` : 'a signature'}: ${r.error ?? 'not verified'}`)
+    .map(
+      (r) =>
+        `${r.identity ? `identity ${r.identity}` : r.kid ? `kid ${r.kid}` : 'a signature'}: ${r.error ?? 'not verified'}`,
+    )
     .join('; ');
 }
 
@@ -58,14 +68,15 @@ export async function checkSignatures(card: unknown, source: string, trust: Trus
   if (!Array.isArray(signatures) || signatures.length === 0) {
     return { status: 'unsigned', message: 'the card has no signatures', results: [] };
   }
-  const resolveJku = jkuResolver(trust, source);
-  const first = await verifyCard(card, trust.jwks, { resolveJku });
+  const options = verifyOptions(trust, source);
+  const first = await verifyCard(card, trust.jwks, options);
   if (first.verified) {
     return {
       status: 'verified',
-      kid: first.kid,
+      ...(first.kid ? { kid: first.kid } : {}),
+      ...(first.identity ? { identity: first.identity } : {}),
       canonicalization: 'jcs',
-      message: `verified: kid ${first.kid}`,
+      message: `verified: ${signerOf(first)}`,
       results: first.results,
     };
   }
@@ -79,13 +90,14 @@ export async function checkSignatures(card: unknown, source: string, trust: Trus
     }
     if (payload !== undefined) {
       for (const entry of signatures) {
-        const result = await verifyDetached(entry, payload, trust.jwks, { resolveJku });
+        const result = await verifyDetached(entry, payload, trust.jwks, options);
         if (result.ok) {
           return {
             status: 'verified',
-            kid: result.kid,
+            ...(result.kid ? { kid: result.kid } : {}),
+            ...(result.identity ? { identity: result.identity } : {}),
             canonicalization: 'defaults-omitted',
-            message: `verified: kid ${result.kid} (signed with default values left out, as protobuf-JSON signers do)`,
+            message: `verified: ${signerOf(result)} (signed with default values left out, as protobuf-JSON signers do)`,
             results: [result],
           };
         }

@@ -10,11 +10,11 @@ import { verifyCatalog } from '../catalog/signature.ts';
 import { formatProblem } from '../card/problem.ts';
 import { describeError, UserError } from '../errors.ts';
 import { ProbeLimiter } from '../probe/limiter.ts';
-import { type SignatureReport, cardProblems, checkSignatures, notVerified } from './check.ts';
+import { type SignatureReport, cardProblems, checkSignatures, notVerified, signerOf } from './check.ts';
 import { type Fetched, type Fetcher, FetchError, parseJsonBody } from './fetch.ts';
 import { classifyDocument, nestingLoop, parseTargetUrl, redactUrl, startCandidates } from './plan.ts';
 import type { CardReport, CatalogReport, DiscoverErrorCode, ErrorReport, SkillSummary } from './report.ts';
-import { type Trust, jkuResolver } from './trust.ts';
+import { type Trust, verifyOptions } from './trust.ts';
 
 export interface CrawlLimits {
   /** Nested catalogs followed below the first one (the AI Catalog spec recommends 4). */
@@ -257,14 +257,13 @@ export class Crawler {
   }
 
   async #catalogSignature(value: unknown, url: string): Promise<SignatureReport> {
-    const result = await verifyCatalog(value, this.#trust.jwks, {
-      resolveJku: jkuResolver(this.#trust, url),
-    });
+    const result = await verifyCatalog(value, this.#trust.jwks, verifyOptions(this.#trust, url));
     return result.verified
       ? {
           status: 'verified',
-          kid: result.kid,
-          message: `verified: kid ${result.kid}`,
+          ...(result.kid ? { kid: result.kid } : {}),
+          ...(result.identity ? { identity: result.identity } : {}),
+          message: `verified: ${signerOf(result)}`,
           results: result.results,
         }
       : notVerified(result.results, 'catalog');

@@ -6,6 +6,7 @@
  */
 import { parseJwks } from '../card/jwks.ts';
 import type { JWKS } from '../card/verify.ts';
+import { parseTrustBundle, type CertificateTrust } from '../card/x5c.ts';
 import { describeError } from '../errors.ts';
 import type { CaOption, Resolver } from '../probe/connect.ts';
 import { ProbeLimiter, hostKey } from '../probe/limiter.ts';
@@ -48,6 +49,11 @@ export interface DiscoverOptions {
   /** Trusted key sets to fetch (URLs the user gave). */
   jwksUrls?: string[];
   trustJku?: boolean;
+  /**
+   * Trust in certificate chains (x5c): identity patterns, with the bundle's certificates already
+   * read (`roots`) and/or bundles to fetch (`bundleUrls`, PEM).
+   */
+  certificates?: { roots: CertificateTrust['roots']; identities: readonly string[]; bundleUrls?: string[] };
   policy: AddressPolicy;
   resolver?: Resolver;
   ca?: CaOption;
@@ -84,10 +90,30 @@ export async function discover(opts: DiscoverOptions): Promise<DiscoverReport> {
         errors.push({ url: shown, via: [], code: 'jwks', message: `--jwks ${shown}: ${describeError(err)}` });
       }
     }
+    let certificates: CertificateTrust | undefined;
+    if (opts.certificates) {
+      const roots = [...opts.certificates.roots];
+      for (const url of opts.certificates.bundleUrls ?? []) {
+        const shown = redactUrl(url);
+        try {
+          const fetched = await fetcher.get(parseTargetUrl(url).href);
+          roots.push(...parseTrustBundle(fetched.text, 'the response'));
+        } catch (err) {
+          errors.push({
+            url: shown,
+            via: [],
+            code: 'trust-bundle',
+            message: `--trust-bundle ${shown}: ${describeError(err)}`,
+          });
+        }
+      }
+      certificates = { roots, identities: opts.certificates.identities };
+    }
     const jkuSets = new Map<string, Promise<JWKS>>();
     const trust: Trust = {
       jwks: { keys },
       trustJku: opts.trustJku ?? false,
+      ...(certificates ? { certificates } : {}),
       fetchJwks: (url) => {
         let set = jkuSets.get(url);
         if (!set) {

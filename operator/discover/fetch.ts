@@ -13,6 +13,7 @@ import { PROBE_CODES } from '../probe/classify.ts';
 import { type CaOption, ProbeFailure, type Resolver, openConnection } from '../probe/connect.ts';
 import { hostForUrl, readCapped } from '../probe/http.ts';
 import type { AddressPolicy } from '../probe/policy.ts';
+import type { OwnerCheck } from '../probe/ownership.ts';
 import { type DocumentCache, cacheDirectives, isFresh } from './cache.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../catalog/document.ts';
 import { shorten } from './plan.ts';
@@ -32,6 +33,8 @@ export class FetchError extends Error {
 
 export interface FetchOptions {
   policy: AddressPolicy;
+  /** The namespace rule (probe/ownership.ts), for fetches made on behalf of an AgentCard. */
+  owner?: OwnerCheck;
   resolver?: Resolver;
   ca?: CaOption;
   /** Largest body accepted, in bytes. */
@@ -129,6 +132,7 @@ export class Fetcher {
           : AbortSignal.timeout(this.opts.timeoutMs);
         openConnection(endpoint, {
           policy: this.opts.policy,
+          ...(this.opts.owner ? { owner: this.opts.owner } : {}),
           resolver: this.opts.resolver,
           connectTimeoutMs: Math.min(this.opts.timeoutMs, 5_000),
           signal,

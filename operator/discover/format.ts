@@ -19,7 +19,8 @@ function table(rows: string[][]): string[] {
 
 function signatureCell(card: CardReport): string {
   const s = card.signature;
-  return s.status === 'verified' ? `verified ${s.kid}` : s.status;
+  if (s.status !== 'verified') return s.status;
+  return s.identity ? `verified ${s.identity}` : `verified ${s.kid}`;
 }
 
 function interfacesCell(card: CardReport): string {

@@ -81,6 +81,7 @@ export const DISCOVER_ERROR_CODES = [
   'unknown-document',
   'bad-url',
   'jwks',
+  'trust-bundle',
   'usage',
   'error',
 ] as const;

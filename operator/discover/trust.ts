@@ -6,12 +6,15 @@
  * host the document itself came from, so a card cannot send the verifier to fetch keys from
  * anywhere it likes. The decision is pure; fetching is the caller's.
  */
-import type { JWKS } from '../card/verify.ts';
+import type { JWKS, VerifyOptions } from '../card/verify.ts';
+import type { CertificateTrust } from '../card/x5c.ts';
 import { shorten } from './plan.ts';
 
 export interface Trust {
   /** The keys the user trusts (all --jwks sources merged). */
   jwks: JWKS;
+  /** --trust-bundle and --identity: signatures with an x5c chain are checked against them. */
+  certificates?: CertificateTrust;
   /** --trust-jku */
   trustJku: boolean;
   /** Fetches and parses a key set (called only for a jku the policy allows; memoised by the caller). */
@@ -49,6 +52,14 @@ export function jkuDecision(jku: string, source: string, trustJku: boolean): Jku
   if (!jku.startsWith('https://'))
     return { follow: false, reason: `its jku ${shown} is not https; not followed` };
   return { follow: true };
+}
+
+/** The options of verifyCard / verifyCatalog for a document fetched from `source`. */
+export function verifyOptions(trust: Trust, source: string): VerifyOptions {
+  return {
+    resolveJku: jkuResolver(trust, source),
+    ...(trust.certificates ? { certificates: trust.certificates } : {}),
+  };
 }
 
 /** The resolveJku callback of verifyCard / verifyCatalog for a document fetched from `source`. */

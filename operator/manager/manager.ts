@@ -21,6 +21,8 @@ import { kubeLeaseStore } from '../kube/lease.ts';
 import { resolveDeploymentOwner } from '../kube/owner.ts';
 import { Controller } from '../controller/controller.ts';
 import { CatalogController } from '../controller/catalogs/controller.ts';
+import { AdoptionController } from '../adoption/controller.ts';
+import type { AdoptionPolicy } from '../adoption/plan.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -29,6 +31,7 @@ import { readCaBundle } from '../probe/ca-bundle.ts';
 import { NamespaceAddresses } from '../controller/namespace-addresses.ts';
 import { noProbes, probeWiring, type ProbeHooks } from '../controller/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
+import { sourceWiring } from '../source/wiring.ts';
 
 export interface OperatorConfig {
   kubeconfig?: string;
@@ -59,6 +62,8 @@ export interface OperatorConfig {
   clusterCatalogs?: boolean;
   /** Where ClusterAgentCatalogs publish and read their signing keys; default: the operator's namespace. */
   catalogNamespace?: string;
+  /** Label adoption of Deployments and StatefulSets (adoption/plan.ts); undefined: off. */
+  adoption?: AdoptionPolicy;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -182,6 +187,14 @@ export async function runOperator(
     events,
     probes,
     gate: apiHealth,
+    // spec.source is fetched under the probes' address policy and namespace rule.
+    source: sourceWiring({
+      client,
+      allowCidrs: flags.probeAllowCidrs,
+      denyCidrs: flags.probeDenyCidrs,
+      ownerFor: (ns) => namespaceAddresses.ownerFor(ns),
+      ...(probeCa ? { ca: probeCa } : {}),
+    }),
   });
   // Built before any cache starts: it adds its handlers to the AgentCard controller's caches.
   const catalogs = flags.catalogs
@@ -195,6 +208,19 @@ export async function runOperator(
         gate: apiHealth,
         onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
         observer: metrics.runtime.controller(CONTROLLER_NAMES.catalogs),
+      })
+    : undefined;
+  // Also built before the caches start: it listens to the AgentCard caches for its cards.
+  const adoption = flags.adoption
+    ? new AdoptionController({
+        client,
+        log,
+        caches: controller.caches(),
+        policy: flags.adoption,
+        resyncMs: flags.resyncMs,
+        gate: apiHealth,
+        onWrite: (resource) => metrics.apiWrites.inc({ resource: `adoption-${resource}` }),
+        observer: metrics.runtime.controller(CONTROLLER_NAMES.adoption),
       })
     : undefined;
   built.cards = controller;
@@ -233,6 +259,7 @@ export async function runOperator(
     { name: 'probe-scheduler', mode: 'leader', start: async () => {}, stop: () => probes.stop() },
     ...controller.runnables(),
     ...(catalogs?.runnables() ?? []),
+    ...(adoption?.runnables() ?? []),
   );
 
   const health = await startHealthServer({
@@ -241,7 +268,11 @@ export async function runOperator(
     registry,
     notReadyReason: () => {
       if (elector && !manager.isLeading) return undefined; // a standby is ready to take over
-      const unsynced = [...controller.unsynced(), ...(catalogs?.unsynced() ?? [])];
+      const unsynced = [
+        ...controller.unsynced(),
+        ...(catalogs?.unsynced() ?? []),
+        ...(adoption?.unsynced() ?? []),
+      ];
       return unsynced.length ? `informers not synced: ${unsynced.join(', ')}` : undefined;
     },
   });

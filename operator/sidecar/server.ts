@@ -1,23 +1,16 @@
 /**
- * The sidecar: serves the current card version on one port and health plus metrics on another.
- * It never writes a file (the root file system is read-only in the Pod).
- *
- * The card port is Node's standard HTTP server (llhttp), tuned for what sits in front of it
- * rather than for request rate: a card endpoint sees a few requests a minute, behind load
- * balancers and proxies that keep idle connections for minutes and send large cookies. Every
- * answer is prepared once per card version (version.ts); a request only selects one.
+ * The sidecar: serves the current card version on one port and health plus metrics on another
+ * (http.ts, shared with the central card server). It never writes a file (the root file system
+ * is read-only in the Pod).
  */
-import { createServer as createHttpServer } from 'node:http';
-import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
-import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Logger } from '../log.ts';
-import { UserError } from '../errors.ts';
-import { requestHost } from './audience.ts';
-import { METRICS_CONTENT_TYPE, createSidecarMetrics } from './metrics.ts';
-import { answer } from './respond.ts';
+import { startCardHttp } from './http.ts';
+import { createSidecarMetrics } from './metrics.ts';
 import { watchDirectory } from './source.ts';
 import { prepareVersion } from './version.ts';
 import type { CardVersion } from './version.ts';
+
+export { SIDECAR_DEFAULTS, clientErrorStatus } from './http.ts';
 
 export interface SidecarOptions {
   dir: string;
@@ -42,21 +35,6 @@ export interface SidecarOptions {
    */
   idleConnectionsSoftLimit?: number;
 }
-
-/**
- * Defaults shared by both serving modes (nginx.ts writes the same limits).
- * - Header limit: two 5 KB cookies and a proxy's added fields must fit; nginx accepts header
- *   lines up to 8 KiB each by default and node:http 16 KiB in all, so 32 KiB is above both.
- * - Keep-alive: a backend must keep an idle connection open longer than the load balancer in
- *   front of it, or the balancer reuses a connection the backend is closing and the client gets
- *   an error. Cloud load balancers keep idle connections for 60 s (AWS ALB, Azure) up to 600 s
- *   (Google Cloud), and recommend a backend timeout above theirs: 620 s outlasts them all.
- */
-export const SIDECAR_DEFAULTS = {
-  maxHeaderBytes: 32 * 1024,
-  keepAliveSeconds: 620,
-  idleConnectionsSoftLimit: 4096,
-} as const;
 
 export interface Sidecar {
   port: number;
@@ -113,132 +91,37 @@ export async function startSidecar(opts: SidecarOptions): Promise<Sidecar> {
   // A card already in the directory is served from the first request on.
   await source.check();
 
-  // The card port.
-  const keepAliveMs = (opts.keepAliveSeconds ?? SIDECAR_DEFAULTS.keepAliveSeconds) * 1000;
-  const trust = opts.trustForwardedHost ?? false;
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    const ans = answer(
-      {
-        method: req.method ?? 'GET',
-        url: req.url ?? '/',
-        headers: req.headers,
-        host: requestHost(req.headers, trust),
-      },
-      current,
-    );
-    metrics.request(ans.route, ans.status);
-    // A request body is never read. Closing after the answer (instead of reading and discarding
-    // the body) also answers `Expect: 100-continue` without a 100 (RFC 9110 section 10.1.1).
-    if (
-      req.headers['content-length'] !== undefined
-        ? req.headers['content-length'] !== '0'
-        : req.headers['transfer-encoding'] !== undefined
-    ) {
-      res.shouldKeepAlive = false;
-    }
-    res.writeHead(ans.status, ans.headers as string[]);
-    res.end(ans.body);
-  };
-  const server = createHttpServer(
-    {
-      maxHeaderSize: opts.maxHeaderSize ?? SIDECAR_DEFAULTS.maxHeaderBytes,
-      keepAliveTimeout: keepAliveMs,
-      // A request's head must arrive within 30 s of its first byte, the whole request within 60 s.
-      headersTimeout: 30_000,
-      requestTimeout: 60_000,
-      joinDuplicateHeaders: true,
-    },
-    onRequest,
-  );
-  // Answer `Expect: 100-continue` directly with the final status (the body is never wanted).
-  server.on('checkContinue', onRequest);
-  // Bytes that are not HTTP/1.x (a TLS ClientHello, garbage), heads over the limit and timeouts:
-  // an immediate answer, counted like any other, then the connection is closed.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    const status = clientErrorStatus(err.code);
-    if (status === undefined || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    metrics.request('other', status);
-    socket.end(CLIENT_ERROR_ANSWERS[status]);
-  });
-  // No lockout at a connection count: above the soft limit, idle keep-alive connections make room.
-  const softLimit = opts.idleConnectionsSoftLimit ?? SIDECAR_DEFAULTS.idleConnectionsSoftLimit;
-  let open = 0;
-  server.on('connection', (socket: Socket) => {
-    open++;
-    socket.once('close', () => open--);
-    if (open > softLimit) server.closeIdleConnections();
-  });
-
-  const health = createHttpServer({ maxHeaderSize: 16 * 1024 }, (req, res) => {
-    const path = (req.url ?? '/').split('?', 1)[0];
-    if (path === '/healthz') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
-    if (path === '/readyz') {
-      return void res
-        .writeHead(current ? 200 : 503, { 'Content-Type': 'text/plain' })
-        .end(current ? 'ok\n' : 'no card loaded\n');
-    }
-    if (path === '/metrics')
-      return void res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE }).end(metrics.render());
-    res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
-  });
-  health.maxConnections = 64;
-
+  let http;
   try {
-    await listen(server, opts.port, opts.host);
-    await listen(health, opts.metricsPort, opts.host);
+    http = await startCardHttp({
+      port: opts.port,
+      metricsPort: opts.metricsPort,
+      host: opts.host,
+      maxHeaderSize: opts.maxHeaderSize,
+      keepAliveSeconds: opts.keepAliveSeconds,
+      trustForwardedHost: opts.trustForwardedHost,
+      idleConnectionsSoftLimit: opts.idleConnectionsSoftLimit,
+      // One card: every host gets it, and respond.ts picks the audience's variant by host.
+      select: (host) => ({ version: current, host }),
+      notReadyReason: () => (current ? undefined : 'no card loaded'),
+      metrics,
+    });
   } catch (err) {
     source.close();
-    server.close();
-    health.close();
     throw err;
   }
+  const served = http;
 
   return {
-    port: (server.address() as AddressInfo).port,
-    metricsPort: (health.address() as AddressInfo).port,
+    port: served.port,
+    metricsPort: served.metricsPort,
     current: () => current,
     reload: () => source.check(),
     async close() {
       source.close();
-      const closed = Promise.all([
-        new Promise<void>((resolve) => server.close(() => resolve())),
-        new Promise<void>((resolve) => health.close(() => resolve())),
-      ]);
-      server.closeIdleConnections();
-      health.closeIdleConnections();
-      // Every answer is written at once, so connections are only briefly busy: then end them all.
-      const force = setTimeout(() => {
-        server.closeAllConnections();
-        health.closeAllConnections();
-      }, 3_000);
-      await closed;
-      clearTimeout(force);
+      await served.close();
     },
   };
-}
-
-/** The status for a node:http client error (llhttp's codes), undefined to close silently. */
-export function clientErrorStatus(code: string | undefined): 400 | 408 | 431 | undefined {
-  if (code === 'HPE_HEADER_OVERFLOW') return 431;
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADERS_TIMEOUT') return 408;
-  if (code === 'ECONNRESET' || code === 'EPIPE') return undefined; // the client is gone
-  return 400;
-}
-
-const CLIENT_ERROR_ANSWERS: Record<400 | 408 | 431, string> = {
-  400: clientErrorAnswer(400, 'Bad Request', 'bad request'),
-  408: clientErrorAnswer(408, 'Request Timeout', 'request timeout'),
-  431: clientErrorAnswer(431, 'Request Header Fields Too Large', 'request header fields too large'),
-};
-
-function clientErrorAnswer(status: number, reason: string, text: string): string {
-  return (
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-    `Content-Length: ${text.length + 1}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${text}\n`
-  );
 }
 
 function sameDocs(a: CardVersion, b: CardVersion): boolean {
@@ -254,19 +137,4 @@ function sameMap(a: CardVersion['documents'], b: CardVersion['documents']): bool
       return false;
   }
   return true;
-}
-
-function listen(server: Server | HttpServer, port: number, host: string | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(new UserError(`port ${port} is already in use`));
-      else if (err.code === 'EACCES') reject(new UserError(`not allowed to listen on port ${port}`));
-      else reject(err);
-    };
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
 }

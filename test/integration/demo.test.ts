@@ -32,7 +32,9 @@ function runDemo(args: string[]): Promise<{ code: number | null; stdout: string;
 describe('npm run demo -- --once', () => {
   it('runs every step, prints the table, the card URL and its verification, and cleans up', async () => {
     const namespace = `demo-${randomBytes(4).toString('hex')}`;
-    const result = await runDemo(['--once', '--namespace', namespace]);
+    // --local: the process path, on the control plane this suite runs (the node path is
+    // test/e2e/demo.test.ts, in the node project).
+    const result = await runDemo(['--once', '--local', '--namespace', namespace]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const steps = [...result.stdout.matchAll(/^\[(\d+)\/(\d+)\] /gm)];

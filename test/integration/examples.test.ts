@@ -11,7 +11,9 @@
  * for "Reaches Available=True", that the Deployment's Pod passed admission (the restricted Pod
  * Security Standard, with the injected sidecar). On a cluster whose nodes run Pods, it waits for
  * the promised condition itself (`runsPods`). `npm run demo` (test/integration/demo.test.ts)
- * proves the same AgentCards Ready against the demo agent run as a local process.
+ * proves the same AgentCards Ready against the demo agent run as a local process, and
+ * test/e2e/product.test.ts (the `node` project) applies every file the same way on the real node,
+ * with the chart installed, and waits for each promised condition.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -17,6 +17,7 @@ export interface ImageConfig {
   WorkingDir?: string;
   Labels?: Record<string, string>;
   ExposedPorts?: Record<string, Record<string, never>>;
+  StopSignal?: string;
 }
 
 /** An image to assemble: its name, a function that fills the layer's folder, and its config. */

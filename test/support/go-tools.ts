@@ -7,8 +7,9 @@
  * The go command checks every module against the checksum database as usual.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { cacheRoot } from '../controlplane/paths.ts';
@@ -53,4 +54,45 @@ export async function goModuleDir(module: string, version: string, h1: string): 
     throw new Error(`go mod download ${module}@${version}: ${info.Error ?? 'no Dir'}`);
   if (info.Sum !== h1) throw new Error(`${module}@${version} has hash ${info.Sum}, expected ${h1}`);
   return info.Dir;
+}
+
+/**
+ * The binary of a Go program kept in the repository (`sourceDir` with its `sources`), built once
+ * per machine into `<cache>/<cacheName>-<hash of the sources>/<binName>`.
+ */
+export async function goProgram(opts: {
+  sourceDir: string;
+  sources: string[];
+  cacheName: string;
+  binName: string;
+  /** `-mod=readonly` (go.sum pins every module) unless the program resolves them itself. */
+  goflags?: string;
+  timeoutMs?: number;
+}): Promise<string> {
+  const hash = createHash('sha256');
+  for (const name of opts.sources)
+    hash
+      .update(name)
+      .update('\0')
+      .update(await readFile(join(opts.sourceDir, name)));
+  const dir = join(cacheRoot(), `${opts.cacheName}-${hash.digest('hex').slice(0, 12)}`);
+  const bin = join(dir, opts.binName);
+  if (existsSync(bin)) return bin;
+  await mkdir(dir, { recursive: true });
+  await withLock(`${dir}.lock`, async () => {
+    if (existsSync(bin)) return;
+    const tmp = `${bin}.${process.pid}.tmp`;
+    await run('go', ['build', '-trimpath', '-o', tmp, '.'], {
+      cwd: opts.sourceDir,
+      env: {
+        ...process.env,
+        CGO_ENABLED: '0',
+        GOFLAGS: opts.goflags ?? '-mod=readonly',
+        GOTOOLCHAIN: 'local',
+      },
+      timeout: opts.timeoutMs ?? 600_000,
+    });
+    await rename(tmp, bin); // atomic: a concurrent run sees the whole binary or none
+  });
+  return bin;
 }

@@ -15,6 +15,8 @@ import { DEFAULT_LIMITS, discover } from '../../discover/discover.ts';
 import { formatTable } from '../../discover/format.ts';
 import { redactUrl } from '../../discover/plan.ts';
 import { parseDuration } from './probe.ts';
+import { identityPatterns, readTrustBundle, TRUST_FLAGS } from '../trust-flags.ts';
+import type { X509Certificate } from 'node:crypto';
 
 const USAGE = `usage: agentcard discover URL [URL ...] [options]
 
@@ -25,6 +27,11 @@ listed card is valid and verified (and reachable, with --probe), 1 otherwise, 2 
 
 trust:
   --jwks FILE|URL        trusted public keys, a JWKS or one JWK (repeatable)
+  --trust-bundle FILE|URL  trusted CA certificates (PEM) for signatures carrying an x5c
+                         certificate chain (repeatable); needs --identity
+  --identity PATTERN     a signer identity you trust: the leaf certificate's URI SAN, e.g.
+                         spiffe://example.org/ns/team-a/sa/agent, or ending in /* for every
+                         identity below that path (repeatable)
   --trust-jku            also follow a signature's jku, when it is https on the document's own host
   --ca FILE              extra trusted CA certificates (PEM) for https
 
@@ -63,6 +70,7 @@ export async function run(argv: string[]): Promise<number> {
     {
       jwks: { type: 'string', multiple: true },
       'trust-jku': { type: 'boolean' },
+      ...TRUST_FLAGS,
       ca: { type: 'string' },
       probe: { type: 'boolean' },
       skill: { type: 'string', multiple: true },
@@ -113,6 +121,14 @@ export async function run(argv: string[]): Promise<number> {
     if (isUrl(source)) jwksUrls.push(source);
     else keys.push(...parseJwks(await readInput(source, MAX_JWKS_BYTES), source).keys);
   }
+  const bundles = flags['trust-bundle'] ?? [];
+  const identities = identityPatterns(bundles, flags.identity ?? []);
+  const roots: X509Certificate[] = [];
+  const bundleUrls: string[] = [];
+  for (const source of bundles) {
+    if (isUrl(source)) bundleUrls.push(source);
+    else roots.push(...(await readTrustBundle(source)));
+  }
   let ca: string | undefined;
   if (flags.ca !== undefined) {
     try {
@@ -132,6 +148,7 @@ export async function run(argv: string[]): Promise<number> {
     jwks: { keys },
     jwksUrls,
     trustJku: flags['trust-jku'] ?? false,
+    ...(bundles.length ? { certificates: { roots, identities, bundleUrls } } : {}),
     policy,
     ca,
     limits,
@@ -149,7 +166,12 @@ export async function run(argv: string[]): Promise<number> {
         'agentcard discover: hint: --allow-cidr (e.g. 127.0.0.0/8) allows private or loopback ranges\n',
       );
     }
-    if (!keys.length && !jwksUrls.length && report.cards.some((c) => c.signature.status === 'untrusted')) {
+    if (
+      !keys.length &&
+      !jwksUrls.length &&
+      !bundles.length &&
+      report.cards.some((c) => c.signature.status === 'untrusted')
+    ) {
       process.stderr.write('agentcard discover: hint: give the keys you trust with --jwks FILE|URL\n');
     }
   }

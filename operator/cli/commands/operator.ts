@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
+import { parseNamespaceLabel } from '../../adoption/plan.ts';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
@@ -66,6 +67,10 @@ Catalogs:
                                     namespace is watched; needs to list and watch Namespaces)
   --catalog-namespace NS            where ClusterAgentCatalogs publish and read their signing keys
                                     (default: --operator-namespace)
+Adoption (label agentcard.dev/adopt=true on a Deployment or StatefulSet; off unless allowed):
+  --adopt-namespace NS              allow adoption in NS (repeatable)
+  --adopt-namespace-label KEY[=VAL] allow adoption in namespaces with this label (needs to list and
+                                    watch Namespaces)
 Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -162,6 +167,8 @@ export function parseOperatorFlags(
         catalogs: { type: 'boolean', default: true },
         'cluster-catalogs': { type: 'boolean' },
         'catalog-namespace': { type: 'string' },
+        'adopt-namespace': { type: 'string', multiple: true },
+        'adopt-namespace-label': { type: 'string' },
         'webhook-port': { type: 'string' },
         'webhook-cert-mode': { type: 'string' },
         'webhook-cert-dir': { type: 'string' },
@@ -248,6 +255,7 @@ export function parseOperatorFlags(
     catalogs: values.catalogs ?? true,
     clusterCatalogs: values['cluster-catalogs'],
     catalogNamespace: values['catalog-namespace'],
+    adoption: adoptionPolicy(values['adopt-namespace'], values['adopt-namespace-label']),
     webhook: {
       port: webhookPort,
       certMode,
@@ -354,4 +362,27 @@ function logHeapLimit(log: Logger, plan: HeapPlan): void {
         }
       : { source: plan.action === 'keep' && plan.reason === 'flag-given' ? 'flag' : 'node' }),
   });
+}
+
+/** The adoption policy of --adopt-namespace and --adopt-namespace-label; undefined: adoption off. */
+function adoptionPolicy(
+  namespaces: string[] | undefined,
+  label: string | undefined,
+): OperatorConfig['adoption'] {
+  const names = [...new Set((namespaces ?? []).flatMap((n) => n.split(',')).map((n) => n.trim()))].filter(
+    (n) => n !== '',
+  );
+  for (const ns of names)
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(ns))
+      throw new UserError(`operator: --adopt-namespace '${ns.slice(0, 70)}' is not a namespace name`, 2);
+  let namespaceLabel;
+  if (label !== undefined && label.trim() !== '') {
+    try {
+      namespaceLabel = parseNamespaceLabel(label);
+    } catch (err) {
+      throw new UserError(`operator: --adopt-namespace-label: ${(err as Error).message}`, 2);
+    }
+  }
+  if (names.length === 0 && !namespaceLabel) return undefined;
+  return { namespaces: names, ...(namespaceLabel ? { namespaceLabel } : {}) };
 }

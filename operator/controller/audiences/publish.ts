@@ -24,7 +24,7 @@ export interface VariantFiles {
   hosts: readonly string[];
   /** The signed v1.0 card, the exact served bytes. */
   card: string;
-  /** The v0.3-shaped card. */
+  /** The signed v0.3-shaped card. */
   legacyCard: string;
 }
 
@@ -43,4 +43,9 @@ export function variantData(variants: readonly VariantFiles[]): Record<string, s
 /** The key the published card of an audience is read back from (its first host's). */
 export function publishedCardKey(hosts: readonly string[]): string {
   return hosts.length === 0 ? DATA_KEYS.card : `${hostKeyPrefix(hosts[0]!)}${DATA_KEYS.card}`;
+}
+
+/** The key the published v0.3 card of an audience is read back from. */
+export function publishedLegacyCardKey(hosts: readonly string[]): string {
+  return hosts.length === 0 ? DATA_KEYS.legacyCard : `${hostKeyPrefix(hosts[0]!)}${DATA_KEYS.legacyCard}`;
 }

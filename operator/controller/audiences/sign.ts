@@ -9,7 +9,7 @@ import { renderV03, renderV1 } from '../../card/render.ts';
 import { serializeCard } from '../../card/serialize.ts';
 import { signCard, type SigningKey } from '../../card/sign.ts';
 import { reusableSignedCard } from '../resign.ts';
-import { publishedCardKey, type VariantFiles } from './publish.ts';
+import { publishedCardKey, publishedLegacyCardKey, type VariantFiles } from './publish.ts';
 
 export interface SignedVariants {
   /** In the order of `variants` (the default audience first). */
@@ -30,11 +30,16 @@ export async function signVariants(
     const rendered = renderV1(v.card);
     const kept = await reusableSignedCard(live?.[publishedCardKey(v.hosts)], rendered, keys, jku);
     if (i === 0) note = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
+    // The v0.3 card is signed the same way (its AgentCard has the same `signatures`), each key
+    // over its own canonical form, so a legacy client can verify what it reads.
+    const legacy = renderV03(v.card);
+    const keptLegacy = await reusableSignedCard(live?.[publishedLegacyCardKey(v.hosts)], legacy, keys, jku);
     files.push({
       name: v.name,
       hosts: v.hosts,
       card: kept.card ?? serializeCard(keys.length > 0 ? await signCard(rendered, keys, { jku }) : rendered),
-      legacyCard: serializeCard(renderV03(v.card)),
+      legacyCard:
+        keptLegacy.card ?? serializeCard(keys.length > 0 ? await signCard(legacy, keys, { jku }) : legacy),
     });
   }
   return { files, note };

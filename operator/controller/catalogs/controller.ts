@@ -33,6 +33,7 @@ import {
   type CatalogKind,
 } from '../../api/names.ts';
 import { collectionPath, readOptional } from '../../kube/api.ts';
+import type { TrustDocument, TrustSources } from '../../catalog/trust.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { systemClock, type Clock } from '../../kube/clock.ts';
 import { describeApiError } from '../../kube/errors.ts';
@@ -390,7 +391,8 @@ export class CatalogController {
   }
 
   private enqueueInline(namespace: string): void {
-    const inline = (c: CatalogObject) => (c.spec as { entries?: string } | undefined)?.entries === 'inline';
+    // Inline entries carry the published card; a trust policy verifies it.
+    const inline = (c: CatalogObject) => readsPublishedCards(c.spec);
     const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
     for (const c of scope?.list(namespace) ?? [])
       if (inline(c))
@@ -495,6 +497,41 @@ export class CatalogController {
     return (list?.items ?? []).filter(owned);
   }
 
+  /**
+   * The ConfigMaps spec.trust references, read at each reconcile (they are not the operator's, so
+   * its ConfigMap cache does not hold them; a change is picked up at the next resync or change
+   * of the catalog). A LIST by name, not a GET: the operator's role lists ConfigMaps, and one
+   * verb fewer is one permission fewer (the same as named Secrets).
+   */
+  private async readTrustSources(
+    namespace: string,
+    trust: unknown,
+    signal: AbortSignal,
+  ): Promise<TrustSources> {
+    const read = async (ref: unknown): Promise<TrustDocument | undefined> => {
+      const cm = (ref as { configMap?: { name?: unknown; key?: unknown } } | undefined)?.configMap;
+      if (typeof cm?.name !== 'string' || typeof cm.key !== 'string') return undefined;
+      try {
+        const list = await readOptional<{ items?: V1ConfigMap[] }>(
+          this.opts.client,
+          `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps?fieldSelector=${encodeURIComponent(`metadata.name=${cm.name}`)}`,
+          signal,
+        );
+        const found = list?.items?.[0];
+        if (!found) return { error: `ConfigMap ${namespace}/${cm.name} not found` };
+        const text = found.data?.[cm.key];
+        return text === undefined
+          ? { error: `ConfigMap ${namespace}/${cm.name} has no key ${cm.key}` }
+          : { text };
+      } catch (err) {
+        return { error: `reading ConfigMap ${namespace}/${cm.name}: ${describeApiError(err)}` };
+      }
+    };
+    const t = trust as { trustBundle?: unknown; jwks?: unknown };
+    const [trustBundle, jwks] = await Promise.all([read(t?.trustBundle), read(t?.jwks)]);
+    return { ...(trustBundle ? { trustBundle } : {}), ...(jwks ? { jwks } : {}) };
+  }
+
   // ---- the reconcile -------------------------------------------------------------------------
 
   async reconcile(key: string, signal: AbortSignal): Promise<void> {
@@ -512,8 +549,12 @@ export class CatalogController {
     const catalog = this.currentCatalog(ref);
     if (!catalog || catalog.metadata.deletionTimestamp) return;
     const publishNamespace = ref.kind === CATALOG_KIND ? ref.namespace : this.opts.clusterNamespace;
-    const spec = (catalog.spec ?? {}) as { audience?: string; entries?: string };
-    const cards = this.cardsInReach(ref, spec.audience, spec.entries === 'inline');
+    const spec = (catalog.spec ?? {}) as { audience?: string; entries?: string; trust?: unknown };
+    const cards = this.cardsInReach(ref, spec.audience, readsPublishedCards(spec));
+    const trustSources =
+      spec.trust !== undefined
+        ? await this.readTrustSources(publishNamespace, spec.trust, signal)
+        : undefined;
     const secrets = await readReferencedSecrets(
       this.opts.client,
       this.scope(publishNamespace),
@@ -542,6 +583,7 @@ export class CatalogController {
       liveConfigMap: (name: string) =>
         watched ? this.liveConfigMap(publishNamespace, name) : published.get(name),
       liveNames: [...published.keys()],
+      ...(trustSources ? { trustSources } : {}),
       now: new Date(),
     };
     // Decided once (build, sign); a failed publish only changes the derived status.
@@ -600,6 +642,12 @@ export class CatalogController {
     }
     if (publishError) throw publishError;
   }
+}
+
+/** Whether a catalog reads its cards' published documents: inline entries, or a trust policy. */
+function readsPublishedCards(spec: unknown): boolean {
+  const s = spec as { entries?: unknown; trust?: unknown } | undefined;
+  return s?.entries === 'inline' || s?.trust !== undefined;
 }
 
 function sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {

@@ -32,6 +32,7 @@ import {
   type CatalogSpec,
 } from '../../catalog/resource.ts';
 import { matchesSelector } from '../../catalog/selector.ts';
+import { loadTrust, verifyPublishedCard, type TrustSources } from '../../catalog/trust.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
 import type { CatalogReasons } from '../../api/reasons.ts';
 import { CATALOG_CONDITION_TYPES } from '../../catalog/resource.ts';
@@ -52,7 +53,8 @@ import {
   type ConfigMapObject,
   type LiveConfigMap,
 } from '../configmap.ts';
-import { loadSigningKeys, type SecretView } from '../plan.ts';
+import { loadSigningKeys, signatureStatus, type SecretView } from '../plan.ts';
+import { sameChain } from '../resign.ts';
 import { canonicalJson as statusJson } from '../status.ts';
 import type { Condition, ConditionStatus } from '../types.ts';
 
@@ -95,6 +97,8 @@ export interface CatalogPlanInput {
   /** Names of the live ConfigMaps this catalog published (for stale partitions). */
   liveNames: readonly string[];
   now: Date;
+  /** The documents spec.trust references, as the controller read them. */
+  trustSources?: TrustSources;
 }
 
 export interface CatalogPlan {
@@ -119,6 +123,7 @@ const OWNED_FIELDS = [
   'configMap',
   'namespace',
   'skipped',
+  'unverified',
   'signatures',
 ] as const;
 
@@ -159,7 +164,12 @@ async function signedText(
           string,
           unknown
         >;
-        if (header.kid === key.kid && header.alg === key.alg && header.jku === jku) {
+        if (
+          header.kid === key.kid &&
+          header.alg === key.alg &&
+          header.jku === jku &&
+          sameChain(header.x5c, key.x5c)
+        ) {
           const check = await verifyCatalog(live, publicJwks([key]));
           if (check.verified) return liveText;
         }
@@ -207,8 +217,9 @@ function catalogConfigMap(
 export function selectEntries(
   input: Pick<CatalogPlanInput, 'kind' | 'catalog' | 'cards' | 'namespaceLabels'>,
   spec: CatalogSpec,
-): { built: BuiltEntry[]; skipped: string[] } {
+): { built: BuiltEntry[]; views: CardView[]; skipped: string[] } {
   const built: BuiltEntry[] = [];
+  const views: CardView[] = [];
   const skipped: string[] = [];
   const ownNamespace = input.kind === CATALOG_KIND ? input.catalog.metadata.namespace : undefined;
   for (const card of input.cards) {
@@ -225,11 +236,36 @@ export function selectEntries(
       mode: spec.entries,
       requireReady: spec.requireReady,
     });
-    if (result.ok) built.push(result.built);
-    else skipped.push(result.skip);
+    if (result.ok) {
+      built.push(result.built);
+      views.push(card);
+    } else skipped.push(result.skip);
   }
   skipped.sort();
-  return { built, skipped };
+  return { built, views, skipped };
+}
+
+/**
+ * spec.trust: keeps the entries whose published card verifies (noting who signed it), and the
+ * reason for each one left out; or, when the policy itself cannot be used, why.
+ */
+async function trustedEntries(
+  spec: CatalogSpec,
+  selected: { built: BuiltEntry[]; views: CardView[] },
+  sources: TrustSources | undefined,
+): Promise<{ ok: true; built: BuiltEntry[]; skipped: string[] } | { ok: false; error: string }> {
+  if (!spec.trust) return { ok: true, built: selected.built, skipped: [] };
+  const loaded = loadTrust(spec.trust, sources ?? {});
+  if (!loaded.ok) return loaded;
+  const built: BuiltEntry[] = [];
+  const skipped: string[] = [];
+  for (const [i, entry] of selected.built.entries()) {
+    const view = selected.views[i]!;
+    const verdict = await verifyPublishedCard(view.publishedCard, loaded.trust);
+    if (verdict.ok) built.push({ ...entry, facts: { ...entry.facts, signedBy: verdict.signer } });
+    else skipped.push(`${view.namespace}/${view.name}: ${verdict.reason}`);
+  }
+  return { ok: true, built, skipped };
 }
 
 /** The parts of the catalog engine a reconcile uses; tests count calls through them. */
@@ -325,7 +361,14 @@ export async function decideCatalog(
   }
   const spec = parsed.data as CatalogSpec;
   const accepted = at({ type: 'Accepted', status: 'True', reason: 'Valid', message: 'the spec is valid' });
-  const signing = await loadSigningKeys(spec, input.publishNamespace, input.secrets, served, 'catalog');
+  const signing = await loadSigningKeys(
+    spec,
+    input.publishNamespace,
+    input.secrets,
+    served,
+    'catalog',
+    input.now,
+  );
   const signed = at({ type: 'Signed', ...signing.condition });
   if (!signing.keys) {
     return {
@@ -335,7 +378,28 @@ export async function decideCatalog(
       conditions: [accepted, signed, keep('Published', notPublished('the signing keys cannot be used'))],
     };
   }
-  const { built, skipped } = selectEntries(input, spec);
+  const selected = selectEntries(input, spec);
+  const trusted = await trustedEntries(spec, selected, input.trustSources);
+  if (!trusted.ok) {
+    return {
+      generation,
+      served,
+      spec,
+      conditions: [
+        accepted,
+        signed,
+        at({
+          type: 'Published',
+          status: 'False',
+          reason: 'TrustPolicyUnavailable',
+          message: `spec.trust cannot be used: ${trusted.error}; no card can be verified, ${served}`,
+        }),
+      ],
+    };
+  }
+  const { built } = trusted;
+  const unverified = trusted.skipped;
+  const skipped = [...unverified, ...selected.skipped].sort();
   const rootName = catalogConfigMapName(kind, catalog.metadata.name);
   const partName = (i: number) => catalogConfigMapName(kind, catalog.metadata.name, i);
   const liveRoot = input.liveConfigMap(rootName)?.data;
@@ -415,7 +479,7 @@ export async function decideCatalog(
   }
   const digest = digestOf(rootText);
   const left = skipped.length
-    ? `; ${skipped.length} selected AgentCard(s) left out, first: ${skipped[0]}`
+    ? `; ${skipped.length} selected AgentCard(s) left out${unverified.length ? ` (${unverified.length} not verified by spec.trust)` : ''}, first: ${skipped[0]}`
     : '';
   return {
     generation,
@@ -433,7 +497,8 @@ export async function decideCatalog(
         configMap: rootName,
         namespace: input.publishNamespace,
         ...(skipped.length ? { skipped: skipped.slice(0, MAX_SKIPPED) } : {}),
-        ...(key ? { signatures: [{ kid: key.kid, alg: key.alg }] } : {}),
+        ...(spec.trust ? { unverified: unverified.length } : {}),
+        ...(key ? { signatures: [signatureStatus(key)] } : {}),
       },
       message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}`,
     },

@@ -53,7 +53,8 @@ describe('the AgentCard CRD', () => {
       { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
       { name: 'Signed', type: 'string', jsonPath: '.status.conditions[?(@.type=="Signed")].status' },
       { name: 'Interfaces', type: 'string', jsonPath: '.status.reachableInterfaces' },
-      { name: 'Version', type: 'string', jsonPath: '.spec.card.version' },
+      // The published version: spec.card.version is absent when the card is adopted (spec.source).
+      { name: 'Version', type: 'string', jsonPath: '.status.card.version' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
       {
         name: 'Message',
@@ -66,6 +67,12 @@ describe('the AgentCard CRD', () => {
 
   it('is structural: a type everywhere, no $ref/anyOf/oneOf/allOf/not, no additionalProperties false', () => {
     walk(root(), '', (node, path) => {
+      // int-or-string (a Service port) is the one node structural schemas allow without a type.
+      if (node['x-kubernetes-int-or-string'] === true) {
+        expect(path).toBe('.spec.source.service.port');
+        expect(Object.keys(node).sort()).toEqual(['description', 'x-kubernetes-int-or-string']);
+        return;
+      }
       expect(node.type, path).toBeTypeOf('string');
       for (const banned of ['$ref', 'anyOf', 'oneOf', 'allOf', 'not', 'propertyNames', '$defs', 'const']) {
         expect(node, `${path} ${banned}`).not.toHaveProperty(banned);
@@ -101,11 +108,21 @@ describe('the AgentCard CRD', () => {
     });
     expect(Object.keys(rules).sort()).toEqual(
       [
+        '.spec',
+        '.spec.source',
+        '.spec.source.url',
+        '.spec.source.path',
+        '.spec.source.interval',
+        '.spec.remove[]',
         '.spec.card.supportedInterfaces',
         '.spec.card.skills',
         '.spec.card.securitySchemes{}',
         '.spec.card.securitySchemes{}.oauth2SecurityScheme.flows',
         '.spec.probe.interval',
+        '.spec.signing.keys[]',
+        '.spec.serving',
+        '.spec.serving.hosts',
+        '.spec.serving.hosts[]',
         '.spec.audiences',
         '.spec.audiences[]',
         '.spec.audiences[].name',
@@ -123,9 +140,24 @@ describe('the AgentCard CRD', () => {
       '(has(self.apiKeySecurityScheme) ? 1 : 0) + (has(self.httpAuthSecurityScheme) ? 1 : 0) + (has(self.oauth2SecurityScheme) ? 1 : 0) + (has(self.openIdConnectSecurityScheme) ? 1 : 0) + (has(self.mtlsSecurityScheme) ? 1 : 0) == 1',
     );
     expect(rules['.spec.probe.interval']).toEqual(["duration(self) >= duration('10s')"]);
+    expect(rules['.spec.signing.keys[]']).toEqual(['has(self.secretRef) != has(self.certificate)']);
+    // A written card is complete; an adopted one (spec.source) may leave spec.card out.
+    expect(rules['.spec']![0]).toMatch(
+      /^has\(self\.source\) \|\| \(has\(self\.card\) && has\(self\.card\.name\)/,
+    );
+    expect(rules['.spec']![1]).toBe('!has(self.remove) || has(self.source)');
+    expect(rules['.spec.source']).toEqual([
+      'has(self.url) != has(self.service)',
+      '!(has(self.path) && has(self.url))',
+    ]);
+    expect(rules['.spec.source.interval']).toEqual(["duration(self) >= duration('10s')"]);
     // A host belongs to at most one audience, compared case-insensitively.
     expect(rules['.spec.audiences']![0]).toContain('lowerAscii()');
     expect(rules['.spec.audiences[]']).toEqual(['!(has(self.baseURL) && has(self.supportedInterfaces))']);
+    // Default-audience hosts are for the central card server only.
+    expect(rules['.spec.serving']).toEqual([
+      "!has(self.hosts) || (has(self.server) && self.server == 'Central')",
+    ]);
   });
 
   it('bounds what the CEL rules iterate over (cost estimation)', () => {
@@ -141,9 +173,11 @@ describe('the AgentCard CRD', () => {
     expect(audiences['x-kubernetes-list-map-keys']).toEqual(['name']);
   });
 
-  it('has the defaults of the contract and requires spec.card', () => {
+  it('has the defaults of the contract; spec.card is required by CEL unless spec.source is set', () => {
     const spec = root().properties.spec;
-    expect(spec.required).toEqual(['card']);
+    expect(spec.required).toBeUndefined();
+    expect(spec.properties.card.required).toBeUndefined();
+    expect(spec.properties.source.properties.interval.default).toBe('5m');
     expect(spec.properties.serving.properties.cacheMaxAgeSeconds).toMatchObject({
       default: 300,
       minimum: 0,

@@ -61,7 +61,8 @@ describe('the API reference', () => {
       const body = text.split(`## \`${section}\``)[1]!.split('\n## ')[0]!;
       return body.split('\n').find((l) => l.startsWith(`| \`${field}\` `))!;
     };
-    expect(row('AgentCard.spec', 'card')).toMatch(/\| \[object\]\(#agentcardspeccard\) \| yes \|/);
+    expect(row('AgentCard.spec', 'card')).toMatch(/\| \[object\]\(#agentcardspeccard\) \| no \|/);
+    expect(row('AgentCard.spec.source', 'interval')).toContain('| no | `5m` |');
     expect(row('AgentCard.spec.probe', 'interval')).toContain('| no | `60s` |');
     expect(row('AgentCard.spec.probe', 'interval')).toContain("CEL `duration(self) >= duration('10s')`");
     expect(row('AgentCard.spec.serving', 'cacheMaxAgeSeconds')).toContain('value 0 to 86400');

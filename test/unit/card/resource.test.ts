@@ -93,7 +93,7 @@ describe('the AgentCard resource schemas', () => {
     ]) {
       const docs = parseAllDocuments(readFileSync(join(repoRoot, file), 'utf8')).map((d) => d.toJS());
       const resource = AgentCardResourceSchema.parse(docs.find((d) => d.kind === 'AgentCard'));
-      expect(resource.spec.card.supportedInterfaces.length).toBeGreaterThan(0);
+      expect(resource.spec.card!.supportedInterfaces!.length).toBeGreaterThan(0);
     }
   });
 });

@@ -47,6 +47,16 @@ describe('the catalog server (catalogServer.enabled)', async () => {
     ]);
   });
 
+  it('is Ready once it serves, before its catalog exists (helm install --wait completes)', () => {
+    // The ClusterAgentCatalog needs the CRD this release installs: a readiness that waited for
+    // the catalog (/readyz) would fail every first `helm install --wait`.
+    const c = (on.one('Deployment', name) as any).spec.template.spec.containers[0];
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    // A slow start is not a restart loop: liveness counts once the startup probe passed.
+    expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold).toBeGreaterThanOrEqual(120);
+  });
+
   it('has a PDB, a Service, and the Ingress and HTTPRoute asked for', () => {
     expect((on.one('PodDisruptionBudget', name) as any).spec.minAvailable).toBe(1);
     expect((on.one('Service', name) as any).spec.ports[0]).toMatchObject({ port: 80, targetPort: 'http' });

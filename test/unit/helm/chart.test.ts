@@ -16,7 +16,8 @@ type Container = {
   args: string[];
   env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   ports: { name: string; containerPort: number }[];
-  livenessProbe: { httpGet: { path: string; port: string } };
+  livenessProbe: { httpGet: { path: string; port: string }; initialDelaySeconds?: number };
+  startupProbe?: { httpGet: { path: string; port: string }; periodSeconds: number; failureThreshold: number };
   readinessProbe: { httpGet: { path: string; port: string } };
   resources: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext: Record<string, unknown> & { capabilities: { drop: string[] } };
@@ -167,6 +168,14 @@ describe('default values', async () => {
     expect(metricsPort?.containerPort).toBe(Number(flag(c.args, 'metrics-port')));
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+  });
+
+  it('gives a slow start minutes before liveness counts (a startup probe, not an initial delay)', () => {
+    // On a busy node the operator took over 30 s to listen; the liveness probe alone (3 x 10 s)
+    // killed it while starting, over and over.
+    expect(c.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.startupProbe!.periodSeconds * c.startupProbe!.failureThreshold).toBeGreaterThanOrEqual(300);
+    expect(c.livenessProbe.initialDelaySeconds).toBeUndefined();
   });
 
   it('sets resources', () => {

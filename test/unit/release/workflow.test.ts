@@ -100,9 +100,10 @@ describe('the GitHub workflows', () => {
   it('the CI workflow runs .ci/run on pull requests', () => {
     const ci = read('.github/workflows/ci.yml');
     expect(Object.keys(ci.on)).toContain('pull_request');
-    const job = Object.values(ci.jobs)[0]! as Job & { container?: string };
-    // On the fresh Debian .ci/run is written for (root: the tests install their Debian packages).
-    expect(job.container).toBe('debian:bookworm');
+    const job = Object.values(ci.jobs)[0]! as Job & { container?: { image: string; options?: string } };
+    // On the fresh Debian .ci/run is written for (root: the tests install their Debian packages),
+    // privileged: the node project (`npm run test:node`) makes namespaces and cgroups.
+    expect(job.container).toEqual({ image: 'debian:bookworm', options: '--privileged' });
     expect(job.steps.at(-1)!.run).toBe('.ci/run');
     expect(job.steps.find((s) => s.uses?.startsWith('actions/setup-go@'))?.with?.['go-version-file']).toBe(
       'test/controlplane/go.mod',
@@ -120,7 +121,9 @@ describe('the release workflow', () => {
 
   it('publishes nothing before the tests pass', () => {
     expect(steps('test').at(-1)!.run).toBe('.ci/run');
-    expect(release.jobs.test).toMatchObject({ container: 'debian:bookworm' });
+    expect(release.jobs.test).toMatchObject({
+      container: { image: 'debian:bookworm', options: '--privileged' },
+    });
     const needs = (job: string) => [release.jobs[job]?.needs ?? []].flat();
     expect(needs('image')).toContain('test');
     expect(needs('npm')).toContain('test');

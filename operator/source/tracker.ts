@@ -1,0 +1,337 @@
+/**
+ * What an adopted AgentCard (spec.source) publishes now, and when its source is fetched again.
+ * The controller asks once per reconcile (resolve); the tracker fetches only when a fetch is due
+ * and otherwise answers from memory, so reconciles triggered by anything else cost no request.
+ *
+ * Re-fetch policy (docs/adopt.md):
+ * - the source is fetched at the first reconcile, whenever spec.source changes, and then every
+ *   spec.source.interval (default 5m, at least 10s), driven by the work queue's requeue-after;
+ * - a changed card is adopted only when the next fetch, CONFIRM_MS (or the interval, if
+ *   shorter) later, returns the same bytes again (debounce): a source that flips between two
+ *   versions is adopted at most once per interval plus confirmation, never at its own pace;
+ * - a fetch that fails, a card that fails validation (when the last good one passes it), or a
+ *   signature that spec.source.verification requires and that does not verify, keeps the last
+ *   good card: it stays published, and SourceAvailable=False says why;
+ * - the first successful fetch after the operator starts adopts at once (the tracker's memory
+ *   is not persisted; the published ConfigMap is, and it keeps being served meanwhile).
+ *
+ * Time comes from the injected clock (monotonic milliseconds), so the policy is tested without
+ * sleeping; status times are the wall-clock `now` of the reconcile.
+ */
+import type { Clock } from '../kube/clock.ts';
+import { problemsFromZod, type Problem } from '../card/problem.ts';
+import {
+  AgentCardResourceSpecSchema,
+  parseDuration,
+  type Source,
+  type SourceStatus,
+} from '../card/resource.ts';
+import type { JWK } from '../card/sign.ts';
+import { validateSpec } from '../card/validate.ts';
+import { verifyCard } from '../card/verify.ts';
+import { canonicalJson } from '../controller/status.ts';
+import type { ConvertedCard } from './convert.ts';
+import { RevalidatingCache, SOURCE_REASONS, sourceUrls, type SourceResult } from './fetch.ts';
+import { adoptedCard, effectiveSpec, type AdoptedSpecInput } from './overlay.ts';
+import type { DocumentCache } from '../discover/cache.ts';
+
+/** Delay of the fetch that confirms a changed card (the interval, when that is shorter). */
+export const CONFIRM_MS = 10_000;
+
+type Json = Record<string, unknown>;
+type SignatureStatus = NonNullable<SourceStatus['signature']>;
+
+export interface SourceDeps {
+  /** Fetches the first answering URL (fetch.ts's fetchSourceCard under the operator's policy). */
+  fetch: (
+    urls: string[],
+    ctx: { namespace: string; cache: DocumentCache; signal: AbortSignal },
+  ) => Promise<SourceResult>;
+  /** The number of a named port of a Service of the namespace (undefined: no such port). */
+  servicePort: (
+    namespace: string,
+    service: string,
+    port: string,
+    signal: AbortSignal,
+  ) => Promise<number | undefined>;
+  clock: Clock;
+}
+
+export interface SourceEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  action: string;
+  message: string;
+}
+
+export interface SourceOutcome {
+  /** The spec to validate and publish (spec.card replaced by the adopted card); none yet. */
+  spec?: Json;
+  /** The spec itself is invalid: why (Accepted=False, nothing fetched). */
+  invalid?: Problem[];
+  condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+  status?: SourceStatus;
+  /** When the controller should reconcile again for the next fetch. */
+  requeueAfterMs?: number;
+  events: SourceEvent[];
+  /** Whether this reconcile fetched (for logs and tests). */
+  fetched: boolean;
+}
+
+interface Adopted {
+  converted: ConvertedCard;
+  digest: string;
+  url: string;
+  fetchTime: string;
+  changeTime?: string;
+  changes: number;
+  signature: SignatureStatus;
+}
+
+interface Memory {
+  sourceKey: string;
+  cache: RevalidatingCache;
+  lastFetchAt?: number;
+  adopted?: Adopted;
+  /** A changed card seen once, with what its adoption would record. */
+  pending?: Omit<Adopted, 'changes' | 'changeTime'>;
+  failure?: { reason: string; message: string; url: string };
+}
+
+/** The source card's own signatures against spec.source.verification (A2A spec section 8.4.3). */
+export async function checkSignature(
+  served: Json,
+  verification: Source['verification'],
+): Promise<SignatureStatus> {
+  const signatures = served.signatures;
+  if (!Array.isArray(signatures) || signatures.length === 0) return { result: 'Unsigned' };
+  if (!verification) return { result: 'NotChecked' };
+  const result = await verifyCard(served, { keys: verification.keys as unknown as JWK[] });
+  if (result.verified) return { result: 'Verified', ...(result.kid ? { kid: result.kid } : {}) };
+  const why = result.results.map((r) => `${r.kid ? `kid ${r.kid}: ` : ''}${r.error ?? 'invalid'}`).join('; ');
+  return { result: 'Invalid', message: why.slice(0, 1024) };
+}
+
+const short = (digest: string) => digest.slice(0, 19);
+
+function shapeNote(converted: ConvertedCard): string {
+  return converted.protocolVersion === '0.3' ? 'an A2A 0.3 card, converted to 1.0' : 'an A2A 1.0 card';
+}
+
+function signatureNote(s: SignatureStatus): string {
+  switch (s.result) {
+    case 'Verified':
+      return `; its signature verifies${s.kid ? ` (kid ${s.kid})` : ''}`;
+    case 'Invalid':
+      return `; its signature does not verify (${s.message ?? 'invalid'})`;
+    case 'Unsigned':
+      return '';
+    default:
+      return '; it is signed, not verified (no spec.source.verification keys)';
+  }
+}
+
+export class SourceTracker {
+  readonly #deps: SourceDeps;
+  readonly #memory = new Map<string, Memory>();
+
+  constructor(deps: SourceDeps) {
+    this.#deps = deps;
+  }
+
+  forget(key: string): void {
+    this.#memory.delete(key);
+  }
+
+  /** Whether the last good card is valid with the current spec (spec.remove and spec.card). */
+  #valid(rawSpec: Json, converted: ConvertedCard): boolean {
+    const spec = effectiveSpec(rawSpec, adoptedCard(converted.card, rawSpec as AdoptedSpecInput).card);
+    return validateSpec(spec).spec !== undefined;
+  }
+
+  /**
+   * The outcome for one AgentCard; `undefined` when it has no spec.source (a written card).
+   * `now` is the reconcile's wall-clock time (for status), the deps' clock drives the schedule.
+   */
+  async resolve(
+    key: string,
+    ref: { namespace: string; spec: unknown },
+    now: Date,
+    signal: AbortSignal,
+  ): Promise<SourceOutcome | undefined> {
+    const rawSpec = ref.spec;
+    if (!rawSpec || typeof rawSpec !== 'object' || !('source' in rawSpec)) {
+      this.#memory.delete(key);
+      return undefined;
+    }
+    const parsed = AgentCardResourceSpecSchema.safeParse(rawSpec);
+    if (!parsed.success) {
+      return {
+        invalid: problemsFromZod(parsed.error, ['spec']),
+        condition: { status: 'Unknown', reason: 'SpecNotAccepted', message: 'waiting for a valid spec' },
+        events: [],
+        fetched: false,
+      };
+    }
+    const spec = rawSpec as Json;
+    const source = parsed.data.source!;
+    const intervalMs = parseDuration(source.interval);
+    const confirmMs = Math.min(CONFIRM_MS, intervalMs);
+    const sourceKey = canonicalJson(source);
+    let memory = this.#memory.get(key);
+    if (!memory || memory.sourceKey !== sourceKey) {
+      // A new source (or another one): fetch now; the last good card stays until it answers.
+      memory = { sourceKey, cache: new RevalidatingCache(), adopted: memory?.adopted };
+      this.#memory.set(key, memory);
+    }
+    const events: SourceEvent[] = [];
+    const clockNow = this.#deps.clock.now();
+    const wait = () => (memory.pending ? confirmMs : intervalMs);
+    const due = memory.lastFetchAt === undefined || clockNow - memory.lastFetchAt >= wait();
+    if (due) {
+      memory.lastFetchAt = clockNow;
+      await this.#fetch(memory, ref.namespace, source, spec, now, signal, events);
+    }
+    const next = Math.max(1_000, memory.lastFetchAt! + wait() - clockNow);
+    return { ...this.#outcome(memory, spec), requeueAfterMs: next, events, fetched: due };
+  }
+
+  async #fetch(
+    memory: Memory,
+    namespace: string,
+    source: Source,
+    spec: Json,
+    now: Date,
+    signal: AbortSignal,
+    events: SourceEvent[],
+  ): Promise<void> {
+    let port: number | undefined;
+    if (source.service && typeof source.service.port === 'string') {
+      port = await this.#deps.servicePort(namespace, source.service.name, source.service.port, signal);
+      if (port === undefined) {
+        memory.pending = undefined;
+        memory.failure = {
+          reason: SOURCE_REASONS.port,
+          url: `service ${namespace}/${source.service.name}`,
+          message: `Service ${namespace}/${source.service.name} has no port named "${source.service.port}" (or does not exist)`,
+        };
+        return;
+      }
+    }
+    const result = await this.#deps.fetch(sourceUrls(source, namespace, port), {
+      namespace,
+      cache: memory.cache,
+      signal,
+    });
+    if (!result.ok) {
+      memory.pending = undefined;
+      memory.failure = { reason: result.reason, message: result.message, url: result.url };
+      return;
+    }
+    const signature = await checkSignature(result.served, source.verification);
+    if (source.verification?.required && signature.result !== 'Verified') {
+      memory.pending = undefined;
+      memory.failure = {
+        reason: SOURCE_REASONS.signature,
+        url: result.url,
+        message: `spec.source.verification.required is set and the card ${signature.result === 'Unsigned' ? 'is not signed' : `has no signature valid under its keys (${signature.message ?? ''})`}`,
+      };
+      return;
+    }
+    const adopted = memory.adopted;
+    const candidate = {
+      converted: result.converted,
+      digest: result.digest,
+      url: result.url,
+      fetchTime: now.toISOString(),
+      signature,
+    };
+    if (adopted && adopted.digest === result.digest && adopted.url === result.url) {
+      memory.pending = undefined;
+      memory.failure = undefined;
+      return;
+    }
+    if (adopted && !this.#valid(spec, result.converted) && this.#valid(spec, adopted.converted)) {
+      // The agent's new card is what is wrong: keep the last good one.
+      const problems = validateSpec(
+        effectiveSpec(spec, adoptedCard(result.converted.card, spec as AdoptedSpecInput).card),
+      ).problems.filter((p) => p.severity === 'error');
+      memory.pending = undefined;
+      memory.failure = {
+        reason: SOURCE_REASONS.invalid,
+        url: result.url,
+        message: `the card fails validation: ${problems
+          .slice(0, 3)
+          .map((p) => `${p.path.replace(/^spec\.card/, 'card')}: ${p.message}`)
+          .join('; ')}${problems.length > 3 ? ` (and ${problems.length - 3} more)` : ''}`,
+      };
+      return;
+    }
+    memory.failure = undefined;
+    if (!adopted) {
+      memory.pending = undefined;
+      memory.adopted = { ...candidate, changes: 0 };
+      return;
+    }
+    if (memory.pending?.digest !== result.digest) {
+      memory.pending = candidate; // seen once: confirmed (or not) by the next fetch
+      return;
+    }
+    memory.pending = undefined;
+    memory.adopted = { ...candidate, changes: adopted.changes + 1, changeTime: now.toISOString() };
+    events.push({
+      type: 'Normal',
+      reason: 'SourceChanged',
+      action: 'Adopt',
+      message: `the card at ${result.url} changed (${short(adopted.digest)} to ${short(result.digest)}); publishing it`,
+    });
+  }
+
+  #outcome(memory: Memory, spec: Json): Omit<SourceOutcome, 'requeueAfterMs' | 'events' | 'fetched'> {
+    const adopted = memory.adopted;
+    const status: SourceStatus | undefined = adopted && {
+      url: adopted.url,
+      digest: adopted.digest,
+      protocolVersion: adopted.converted.protocolVersion,
+      fetchTime: adopted.fetchTime,
+      ...(adopted.changeTime ? { changeTime: adopted.changeTime } : {}),
+      ...(adopted.changes > 0 ? { changes: adopted.changes } : {}),
+      signature: adopted.signature,
+    };
+    const published = adopted
+      ? effectiveSpec(spec, adoptedCard(adopted.converted.card, spec as AdoptedSpecInput).card)
+      : undefined;
+    const unmatched = adopted ? adoptedCard(adopted.converted.card, spec as AdoptedSpecInput).unmatched : [];
+    const unmatchedNote = unmatched.length
+      ? `; spec.remove ${unmatched.map((p) => `"${p}"`).join(', ')} matched nothing`
+      : '';
+    if (memory.failure) {
+      const kept = adopted
+        ? `the last good card (${short(adopted.digest)}) stays in use`
+        : 'no card was adopted yet';
+      return {
+        ...(published ? { spec: published } : {}),
+        ...(status ? { status } : {}),
+        condition: {
+          status: 'False',
+          reason: memory.failure.reason,
+          message: `${memory.failure.url}: ${memory.failure.message}; ${kept}`,
+        },
+      };
+    }
+    if (!adopted) {
+      return {
+        condition: { status: 'Unknown', reason: 'Fetching', message: 'the source is not fetched yet' },
+      };
+    }
+    return {
+      spec: published,
+      status,
+      condition: {
+        status: 'True',
+        reason: 'Adopted',
+        message: `${adopted.url} serves ${shapeNote(adopted.converted)} (${short(adopted.digest)})${signatureNote(adopted.signature)}${unmatchedNote}`,
+      },
+    };
+  }
+}

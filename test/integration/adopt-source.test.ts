@@ -1,0 +1,383 @@
+// Adopting an agent's own card (spec.source) on the real control plane: real A2A agents (the
+// @a2a-js/sdk server's card endpoint, and a Go agent built with a2a-go v0.3.3 that serves a
+// 0.3 card), then sources that go wrong. Each fault ends in a clear SourceAvailable condition,
+// the last good card still published, and a bounded number of writes. The figures it measures
+// are in docs/RELIABILITY.md.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import { describe, expect, it } from 'vitest';
+import type { AgentCard } from '@a2a-js/sdk';
+import { DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { startGoAgent, type GoAgent } from '../support/go-agent.ts';
+import {
+  condition,
+  controllerWrites,
+  useOperatorInNamespace,
+  waitFor,
+  type AgentCardLive,
+} from '../support/operator.ts';
+
+// ---- a real @a2a-js/sdk agent whose card the test can change -----------------------------------
+
+let jsCardVersion = '1.0.0';
+let jsServer: http.Server;
+let jsBase = '';
+
+function jsCard(): AgentCard {
+  return {
+    name: 'js-agent',
+    description: 'TODO: describe me', // what the overlay fixes
+    version: jsCardVersion,
+    supportedInterfaces: [
+      { url: `${jsBase}/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
+    ],
+    provider: undefined,
+    capabilities: { streaming: false, pushNotifications: false, extensions: [] },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      {
+        id: 'echo',
+        name: 'Echo',
+        description: 'Echoes',
+        tags: ['echo'],
+        examples: [],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
+    ],
+    signatures: [],
+  };
+}
+
+async function startJsAgent(): Promise<void> {
+  const executor: AgentExecutor = { execute: async () => {}, cancelTask: async () => {} };
+  const app = express();
+  jsServer = http.createServer(app);
+  await new Promise<void>((r) => jsServer.listen(0, '127.0.0.1', r));
+  jsBase = `http://127.0.0.1:${(jsServer.address() as AddressInfo).port}`;
+  const handler = new DefaultRequestHandler(jsCard(), new InMemoryTaskStore(), executor);
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: async () => jsCard() }));
+  app.use('/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+}
+
+// ---- a hostile source: one path per card, each with a mode the test switches ----------------
+
+type Mode = 'good' | 'garbage' | 'huge' | 'trickle' | 'redirect' | 'flip' | 'notfound';
+const modes = new Map<string, Mode>();
+let hostile: http.Server;
+let hostileBase = '';
+let goneServer: http.Server;
+let goneBase = '';
+const sockets = new Set<Socket>();
+
+function goodCard(name: string, version: string) {
+  return {
+    name,
+    description: `${name} agent`,
+    supportedInterfaces: [
+      { url: `${hostileBase}/${name}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
+    version,
+    capabilities: {},
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [{ id: 's', name: 'S', description: 'S', tags: ['s'] }],
+  };
+}
+
+function serveHostile(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const name = (req.url ?? '/').split('/')[1] ?? '';
+  const mode = modes.get(name) ?? 'notfound';
+  switch (mode) {
+    case 'good':
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(goodCard(name, '1.0.0')));
+      return;
+    case 'flip':
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(goodCard(name, Math.floor(Date.now() / 1000) % 2 === 0 ? '1.0.0' : '2.0.0')));
+      return;
+    case 'garbage':
+      res.setHeader('content-type', 'application/json');
+      res.end('<html>not a card</html>');
+      return;
+    case 'huge': {
+      // 10 MiB, chunked (no Content-Length to refuse early): the fetch must cut it at its cap.
+      res.setHeader('content-type', 'application/json');
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      let sent = 0;
+      const pump = () => {
+        while (sent < 10 * 1024 * 1024) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.on('error', () => {});
+      pump();
+      return;
+    }
+    case 'trickle': {
+      res.setHeader('content-type', 'application/json');
+      const text = JSON.stringify(goodCard(name, '9.9.9'));
+      let i = 0;
+      const timer = setInterval(() => {
+        if (i >= text.length || res.destroyed) return void clearInterval(timer);
+        res.write(text[i++]);
+      }, 500);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
+    case 'redirect':
+      res.statusCode = 302;
+      res.setHeader('location', 'http://169.254.169.254/latest/meta-data/');
+      res.end();
+      return;
+    default:
+      res.statusCode = 404;
+      res.end();
+  }
+}
+
+let jsAgentGo: GoAgent;
+const versionFile = join(mkdtempSync(join(tmpdir(), 'go-agent-')), 'version');
+
+const { api, ns, kc } = useOperatorInNamespace('adopt-source', {
+  probes: true,
+  before: async () => {
+    await startJsAgent();
+    writeFileSync(versionFile, '1.0.0');
+    jsAgentGo = await startGoAgent(versionFile);
+    hostile = http.createServer(serveHostile);
+    hostile.on('connection', (s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    });
+    await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
+    hostileBase = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+    goneServer = http.createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          ...goodCard('gone', '1.0.0'),
+          supportedInterfaces: [
+            { url: `${goneBase}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          ],
+        }),
+      );
+    });
+    await new Promise<void>((r) => goneServer.listen(0, '127.0.0.1', r));
+    goneBase = `http://127.0.0.1:${(goneServer.address() as AddressInfo).port}`;
+  },
+  after: async () => {
+    await jsAgentGo?.stop();
+    jsServer?.closeAllConnections();
+    await new Promise((r) => jsServer?.close(r));
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => hostile?.close(r));
+    goneServer?.closeAllConnections();
+    await new Promise((r) => goneServer?.close(r));
+  },
+});
+
+const published = async (name: string): Promise<Record<string, unknown> | undefined> => {
+  const cm = await api.getConfigMap(ns.name, `${name}-agent-card`);
+  const text = cm?.data?.['agent-card.json'];
+  return text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+};
+
+const sourceCondition = async (name: string) =>
+  condition(await api.getCard(ns.name, name), 'SourceAvailable');
+
+describe('adopting the card an agent serves', () => {
+  it('adopts the @a2a-js/sdk server card, fixes it with the overlay, probes it, and follows its changes', async () => {
+    // The ten-line AgentCard of docs/adopt.md.
+    await api.createCard(ns.name, 'js', {
+      source: { url: `${jsBase}/`, interval: '10s' },
+      remove: ['/skills/0/examples'],
+      card: {
+        description: 'Echoes what it is sent.',
+        provider: { organization: 'Example', url: 'https://example.com' },
+      },
+      probe: { interval: '10s' },
+    });
+    const card = await waitFor(
+      'js Ready',
+      async () => {
+        const c = await api.getCard(ns.name, 'js');
+        return condition(c, 'Ready')?.status === 'True' ? c : undefined;
+      },
+      60_000,
+    );
+    expect(condition(card, 'SourceAvailable')).toMatchObject({ status: 'True', reason: 'Adopted' });
+    expect(condition(card, 'InterfacesReachable')).toMatchObject({ status: 'True' });
+    const status = card.status as Record<string, Record<string, unknown>>;
+    expect(status.source).toMatchObject({
+      url: `${jsBase}/.well-known/agent-card.json`,
+      protocolVersion: '1.0',
+      digest: expect.stringMatching(/^sha256:/),
+    });
+    const served = await published('js');
+    expect(served).toMatchObject({
+      name: 'js-agent',
+      description: 'Echoes what it is sent.',
+      version: '1.0.0',
+      provider: { organization: 'Example', url: 'https://example.com' },
+    });
+    expect((served!.skills as Array<Record<string, unknown>>)[0]).not.toHaveProperty('examples');
+
+    // The agent's card changes: the published card follows (after the confirming fetch), with an Event.
+    const changedAt = Date.now();
+    jsCardVersion = '1.1.0';
+    await waitFor(
+      'the new version published',
+      async () => (await published('js'))?.version === '1.1.0',
+      60_000,
+    );
+    const reachedMs = Date.now() - changedAt;
+    console.log(`[figures] source change to published card: ${reachedMs} ms (interval 10s)`);
+    expect(reachedMs).toBeLessThan(45_000);
+    const live = (await api.getCard(ns.name, 'js')) as AgentCardLive;
+    expect((live.status as Record<string, Record<string, unknown>>).source).toMatchObject({ changes: 1 });
+    await waitFor('a SourceChanged event', async () =>
+      (await api.events(ns.name, 'js')).some((e) => e.reason === 'SourceChanged'),
+    );
+  });
+
+  it('adopts the 0.3 card of a Go agent built with a2a-go, converted to 1.0, and probes it', async () => {
+    await api.createCard(ns.name, 'go', {
+      source: { url: `${jsAgentGo.base}/.well-known/agent-card.json`, interval: '10s' },
+      card: { provider: { organization: 'Example', url: 'https://example.com' } },
+      probe: { interval: '10s' },
+    });
+    const card = await waitFor(
+      'go published and probed',
+      async () => {
+        const c = await api.getCard(ns.name, 'go');
+        const reach = condition(c, 'InterfacesReachable');
+        return condition(c, 'Published')?.status === 'True' && reach && reach.status !== 'Unknown'
+          ? c
+          : undefined;
+      },
+      60_000,
+    );
+    expect((card.status as Record<string, Record<string, unknown>>).source).toMatchObject({
+      protocolVersion: '0.3',
+    });
+    const served = await published('go');
+    expect(served).toMatchObject({
+      name: 'Go Hello Agent',
+      supportedInterfaces: [
+        { url: `${jsAgentGo.base}/invoke`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      ],
+    });
+    expect(served).not.toHaveProperty('url');
+    expect(condition(card, 'InterfacesReachable')).toMatchObject({ status: 'True' });
+    writeFileSync(versionFile, '2.0.0');
+    await waitFor(
+      'the Go agent version published',
+      async () => (await published('go'))?.version === '2.0.0',
+      60_000,
+    );
+  });
+
+  it('keeps the last good card through garbage, 10 MiB, a trickle, a redirect to the metadata address and a source that disappears', async () => {
+    const faults: Array<{ name: Mode | 'gone'; reason: string }> = [
+      { name: 'garbage', reason: 'SourceNotJSON' },
+      { name: 'huge', reason: 'SourceTooLarge' },
+      { name: 'trickle', reason: 'SourceTimeout' },
+      { name: 'redirect', reason: 'SourceRedirected' },
+      { name: 'gone', reason: 'SourceUnreachable' },
+    ];
+    for (const f of faults) {
+      modes.set(f.name, 'good');
+      const url = f.name === 'gone' ? `${goneBase}/` : `${hostileBase}/${f.name}/card.json`;
+      await api.createCard(ns.name, f.name, { source: { url, interval: '10s' }, probe: { enabled: false } });
+    }
+    const good = new Map<string, string>();
+    for (const f of faults) {
+      await waitFor(
+        `${f.name} published`,
+        async () => (await published(f.name))?.version === '1.0.0',
+        60_000,
+      );
+      good.set(f.name, JSON.stringify(await published(f.name)));
+    }
+    const before = await controllerWrites(kc);
+    const brokenAt = Date.now();
+    for (const f of faults) {
+      if (f.name === 'gone') {
+        goneServer.closeAllConnections();
+        await new Promise((r) => goneServer.close(r));
+      } else modes.set(f.name, f.name as Mode);
+    }
+    const timings: Record<string, number> = {};
+    await Promise.all(
+      faults.map(async (f) => {
+        const c = await waitFor(
+          `${f.name} SourceAvailable=False`,
+          async () => {
+            const s = await sourceCondition(f.name);
+            return s?.status === 'False' ? s : undefined;
+          },
+          60_000,
+        );
+        timings[f.name] = Date.now() - brokenAt;
+        expect(c.reason, `${f.name}: ${c.message}`).toBe(f.reason);
+        expect(c.message).toContain('the last good card');
+      }),
+    );
+    const redirect = await sourceCondition('redirect');
+    expect(redirect!.message).toContain('169.254.169.254');
+    expect(redirect!.message).toContain('never followed');
+    // Another round of fetches, all failing the same way: no more writes.
+    const settled = await controllerWrites(kc);
+    await new Promise((r) => setTimeout(r, 12_000));
+    const after = await controllerWrites(kc);
+    for (const f of faults) {
+      expect(JSON.stringify(await published(f.name)), f.name).toBe(good.get(f.name));
+      const card = await api.getCard(ns.name, f.name);
+      expect(condition(card, 'Ready')?.status, f.name).toBe('True');
+    }
+    console.log(
+      `[figures] time to SourceAvailable=False (interval 10s): ${JSON.stringify(timings)}; writes for 5 faults: configMaps ${settled.configMaps - before.configMaps}, status ${settled.status - before.status}; in the next 12 s: configMaps ${after.configMaps - settled.configMaps}, status ${after.status - settled.status}`,
+    );
+    expect(settled.configMaps - before.configMaps).toBe(0);
+    expect(settled.status - before.status).toBeLessThanOrEqual(faults.length);
+    expect(after.configMaps - settled.configMaps).toBe(0);
+    expect(after.status - settled.status).toBe(0);
+  });
+
+  it('bounds the writes of a source that flips between two versions every second', async () => {
+    modes.set('flip', 'flip');
+    await api.createCard(ns.name, 'flip', {
+      // 11 s, not 10 s: fetches a whole number of seconds apart would always see the same version.
+      source: { url: `${hostileBase}/flip/card.json`, interval: '11s' },
+      probe: { enabled: false },
+    });
+    await waitFor('flip published', async () => (await published('flip')) !== undefined, 60_000);
+    const before = await controllerWrites(kc);
+    const windowMs = 60_000;
+    await new Promise((r) => setTimeout(r, windowMs));
+    const after = await controllerWrites(kc);
+    const writes = { configMaps: after.configMaps - before.configMaps, status: after.status - before.status };
+    const changes = (await api.events(ns.name, 'flip')).filter((e) => e.reason === 'SourceChanged').length;
+    console.log(
+      `[figures] flipping source, ${windowMs / 1000} s at interval 11s: ${JSON.stringify(writes)}, SourceChanged events ${changes}`,
+    );
+    // A change needs two agreeing fetches (the interval, then the 10 s confirmation): at most one
+    // adoption, so one ConfigMap and one status write, per 21 s.
+    const bound = Math.floor(windowMs / 21_000) + 1;
+    expect(writes.configMaps).toBeLessThanOrEqual(bound);
+    expect(writes.status).toBeLessThanOrEqual(bound);
+  });
+});

@@ -1,0 +1,186 @@
+// The re-fetch policy and the last-good rule of an adopted card, on a manual clock. The fetch is
+// an in-memory double (the real fetching is covered by test/integration/adopt-source.test.ts).
+import { describe, expect, it } from 'vitest';
+import { SourceTracker, CONFIRM_MS } from '../../../operator/source/tracker.ts';
+import {
+  classifyFetchError,
+  sourceDigest,
+  sourceUrls,
+  type SourceResult,
+} from '../../../operator/source/fetch.ts';
+import { toV1 } from '../../../operator/source/convert.ts';
+import { ManualClock } from '../../support/clock.ts';
+import { minimalCard } from '../../support/cards.ts';
+
+const card = (version: string) => ({ ...minimalCard(), version });
+const ok = (served: Record<string, unknown>): SourceResult => ({
+  ok: true,
+  url: 'http://agent.test/.well-known/agent-card.json',
+  digest: sourceDigest(JSON.stringify(served)),
+  served,
+  converted: toV1(served),
+});
+
+function setup(interval = '10s') {
+  const clock = new ManualClock();
+  let answer: SourceResult = ok(card('1'));
+  let fetches = 0;
+  const tracker = new SourceTracker({
+    clock,
+    fetch: async () => {
+      fetches++;
+      return answer;
+    },
+    servicePort: async (_ns, _svc, port) => (port === 'http' ? 8080 : undefined),
+  });
+  const spec = { source: { url: 'http://agent.test/', interval }, card: { description: 'fixed' } };
+  const resolve = () =>
+    tracker.resolve('ns/a', { namespace: 'ns', spec }, new Date(), new AbortController().signal);
+  return {
+    clock,
+    resolve,
+    set: (r: SourceResult) => (answer = r),
+    fetches: () => fetches,
+  };
+}
+
+describe('SourceTracker', () => {
+  it('ignores written cards', async () => {
+    const t = new SourceTracker({
+      clock: new ManualClock(),
+      fetch: async () => ok({}),
+      servicePort: async () => 1,
+    });
+    expect(
+      await t.resolve(
+        'k',
+        { namespace: 'n', spec: { card: minimalCard() } },
+        new Date(),
+        new AbortController().signal,
+      ),
+    ).toBeUndefined();
+  });
+
+  it('adopts at the first fetch, overlays spec.card, and fetches again only when the interval is up', async () => {
+    const s = setup();
+    const first = await s.resolve();
+    expect(first!.fetched).toBe(true);
+    expect(first!.condition).toMatchObject({ status: 'True', reason: 'Adopted' });
+    expect((first!.spec!.card as Record<string, unknown>).description).toBe('fixed');
+    expect(first!.requeueAfterMs).toBe(10_000);
+    await s.clock.advance(9_999);
+    const early = await s.resolve();
+    expect(early!.fetched).toBe(false);
+    expect(early!.requeueAfterMs).toBe(1_000); // never a busy loop
+    expect(s.fetches()).toBe(1);
+    await s.clock.advance(1);
+    expect((await s.resolve())!.fetched).toBe(true);
+    expect(s.fetches()).toBe(2);
+  });
+
+  it('adopts a change only when the confirming fetch sees it again (debounce)', async () => {
+    const s = setup('1m');
+    await s.resolve();
+    s.set(ok(card('2')));
+    await s.clock.advance(60_000);
+    const seen = await s.resolve();
+    expect((seen!.spec!.card as Record<string, unknown>).version).toBe('1'); // not yet
+    expect(seen!.requeueAfterMs).toBe(CONFIRM_MS);
+    await s.clock.advance(CONFIRM_MS);
+    const confirmed = await s.resolve();
+    expect((confirmed!.spec!.card as Record<string, unknown>).version).toBe('2');
+    expect(confirmed!.status).toMatchObject({ changes: 1 });
+    expect(confirmed!.events).toEqual([expect.objectContaining({ reason: 'SourceChanged' })]);
+  });
+
+  it('a source that flips at every fetch is never adopted again', async () => {
+    const s = setup('10s');
+    await s.resolve();
+    let adoptions = 0;
+    for (let i = 0; i < 30; i++) {
+      s.set(ok(card(i % 2 === 0 ? '2' : '3')));
+      await s.clock.advance(10_000);
+      const r = await s.resolve();
+      adoptions += r!.events.length;
+    }
+    expect(adoptions).toBe(0);
+    expect(s.fetches()).toBe(31);
+  });
+
+  it('keeps the last good card when the source fails or serves an invalid card', async () => {
+    const s = setup();
+    await s.resolve();
+    s.set({
+      ok: false,
+      url: 'http://agent.test/x',
+      reason: 'SourceTimeout',
+      message: 'no complete answer within 10s',
+    });
+    await s.clock.advance(10_000);
+    const failed = await s.resolve();
+    expect(failed!.condition).toMatchObject({ status: 'False', reason: 'SourceTimeout' });
+    expect(failed!.condition.message).toContain('stays in use');
+    expect((failed!.spec!.card as Record<string, unknown>).version).toBe('1');
+    const { skills: _s, ...broken } = card('2') as Record<string, unknown>;
+    s.set(ok(broken));
+    await s.clock.advance(10_000);
+    const invalid = await s.resolve();
+    expect(invalid!.condition).toMatchObject({ status: 'False', reason: 'SourceCardInvalid' });
+    expect(invalid!.condition.message).toContain('card.skills');
+    expect((invalid!.spec!.card as Record<string, unknown>).version).toBe('1');
+  });
+
+  it('reports a source that never answered, with nothing to publish', async () => {
+    const s = setup();
+    s.set({
+      ok: false,
+      url: 'http://agent.test/',
+      reason: 'SourceBlocked',
+      message: 'refused by the address policy',
+    });
+    const r = await s.resolve();
+    expect(r!.spec).toBeUndefined();
+    expect(r!.condition).toMatchObject({ status: 'False', reason: 'SourceBlocked' });
+    expect(r!.condition.message).toContain('no card was adopted yet');
+  });
+});
+
+describe('fetch helpers', () => {
+  it('builds the URLs to try: well-known first, then the legacy agent.json', () => {
+    expect(sourceUrls({ url: 'http://a.test:8080', interval: '5m' }, 'ns')).toEqual([
+      'http://a.test:8080/.well-known/agent-card.json',
+      'http://a.test:8080/.well-known/agent.json',
+    ]);
+    expect(sourceUrls({ url: 'http://a.test/card.json', interval: '5m' }, 'ns')).toEqual([
+      'http://a.test/card.json',
+    ]);
+    expect(sourceUrls({ service: { name: 'agent', port: 9000 }, interval: '5m' }, 'team')).toEqual([
+      'http://agent.team.svc:9000/.well-known/agent-card.json',
+      'http://agent.team.svc:9000/.well-known/agent.json',
+    ]);
+    expect(
+      sourceUrls(
+        { service: { name: 'agent', port: 'http', scheme: 'https' }, path: '/c', interval: '5m' },
+        'team',
+        8443,
+      ),
+    ).toEqual(['https://agent.team.svc:8443/c']);
+  });
+
+  it('classifies fetch failures', () => {
+    expect(
+      classifyFetchError(
+        'redirect',
+        'HTTP 302 redirect to http://169.254.169.254/ not followed (discovery follows no redirects)',
+      ),
+    ).toEqual({
+      reason: 'SourceRedirected',
+      message: 'HTTP 302 redirect to http://169.254.169.254/ not followed (redirects are never followed)',
+    });
+    expect(classifyFetchError('too-large', 'x').reason).toBe('SourceTooLarge');
+    expect(classifyFetchError('timeout', 'x').reason).toBe('SourceTimeout');
+    expect(classifyFetchError('blocked', 'x').reason).toBe('SourceBlocked');
+    expect(classifyFetchError('not-json', 'x').reason).toBe('SourceNotJSON');
+    expect(classifyFetchError('weird', 'x').reason).toBe('SourceHTTPError');
+  });
+});
