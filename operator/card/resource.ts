@@ -2,6 +2,8 @@
  * The AgentCard custom resource (agentcard.dev/v1alpha1): zod schemas of its spec and status,
  * the source of the CRD's OpenAPI schema (build/gen-crd.ts) and of the controller's types.
  */
+import { CARD_REASONS_BY_TYPE, reasonsDescription } from '../api/reasons.ts';
+import { PROBE_REASONS } from '../probe/types.ts';
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
 import { allInterfaceUrls, DEFAULT_AUDIENCE } from './audience.ts';
@@ -696,7 +698,9 @@ export const ConditionSchema = z
       .min(1)
       .max(1024)
       .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/, 'must be CamelCase')
-      .describe('Machine-readable reason, CamelCase.'),
+      .describe(
+        'Machine-readable reason, CamelCase. Free-form, as in metav1.Condition: the values each type takes are listed in the description of the conditions list.',
+      ),
     message: z.string().max(32768).describe('Human-readable message.'),
     lastTransitionTime: time('When the status last changed'),
   })
@@ -708,7 +712,10 @@ export const AgentCardStatusSchema = z
     conditions: z
       .array(ConditionSchema)
       .max(16)
-      .describe(`Conditions: ${CONDITION_TYPES.join(', ')}.`)
+      .describe(
+        // Reasons stay free-form in the schema (no enum): see operator/api/reasons.ts for why.
+        `Conditions: ${CONDITION_TYPES.join(', ')}. Reasons by type: ${reasonsDescription(CARD_REASONS_BY_TYPE)}; Ready otherwise copies the reason of the condition that blocks it.`,
+      )
       .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })
       .optional(),
     card: z
@@ -737,7 +744,7 @@ export const AgentCardStatusSchema = z
             reason: z
               .string()
               .describe(
-                'Probe verdict: Reachable, BindingMismatch, VersionMismatch, Unauthenticated, DNSFailed, ConnectionFailed, TLSError, Timeout, HTTPError, Blocked or Unsupported.',
+                `Probe verdict: ${PROBE_REASONS.slice(0, -1).join(', ')} or ${PROBE_REASONS.at(-1)}.`,
               ),
             message: z.string().describe('Human-readable probe result.'),
             latencyMs: z.number().min(0).describe('Duration of the last probe, in milliseconds.'),

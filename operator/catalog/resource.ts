@@ -7,6 +7,7 @@
  * tries to reach across namespaces is refused by the API server (unknown field, strict field
  * validation) and by the controller (Accepted=False) instead of being quietly widened.
  */
+import { CATALOG_REASONS_BY_TYPE, reasonsDescription } from '../api/reasons.ts';
 import { z } from 'zod';
 import {
   ConditionSchema,
@@ -256,7 +257,10 @@ export const CatalogStatusSchema = z
     conditions: z
       .array(ConditionSchema)
       .max(16)
-      .describe(`Conditions: ${CATALOG_CONDITION_TYPES.join(', ')}.`)
+      .describe(
+        // Reasons stay free-form in the schema (no enum): see operator/api/reasons.ts for why.
+        `Conditions: ${CATALOG_CONDITION_TYPES.join(', ')}. Reasons by type: ${reasonsDescription(CATALOG_REASONS_BY_TYPE)}; Ready otherwise copies the reason of the condition that blocks it.`,
+      )
       .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })
       .optional(),
     entries: z.int().min(0).describe('AgentCards listed (nested catalogs not counted).').optional(),

@@ -32,7 +32,8 @@ import type { Logger } from '../log.ts';
 import { allInformers, createInformers, type Informers } from './informers.ts';
 import { objectKey, splitKey } from './keys.ts';
 import { CONTROLLER_NAMES, type ControllerMetrics } from './metrics.ts';
-import { planReconcile, type AgentCardObject } from './plan.ts';
+import { reconcilePlan, type AgentCardObject } from './plan.ts';
+import { publishResult } from '../runtime/outcome.ts';
 import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
@@ -397,38 +398,35 @@ export class Controller {
       serving: summarizeServing({ name, namespace }, this.pods.podsFor(key)),
       ...(source ? { source } : {}),
     };
-    let plan = await planReconcile(input);
+    // Decided once (validate, render, sign); a failed publish only changes the derived status.
+    const { decision, result, plan } = await reconcilePlan(input, (configMap) =>
+      publishResult(() =>
+        this.writer.publish(
+          [configMap],
+          (ns, n) => this.scopeOf(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+          signal,
+        ),
+      ),
+    );
     log.debug('planned', {
       generation,
       liveConfigMap: input.liveConfigMap?.metadata?.resourceVersion ?? null,
-      writeConfigMap: !!plan.configMap,
+      writeConfigMap: !!decision.artifacts?.write,
       writeStatus: plan.statusChanged,
       events: plan.events.length,
       signing: plan.signingNote,
     });
-
+    // The API server is away: nothing more can be written; the gated queue retries.
+    if (result.result === 'Outage') throw result.error;
     let publishError: unknown;
-    if (plan.configMap) {
-      const outcome = await this.writer.publish(
-        [plan.configMap],
-        (ns, n) => this.scopeOf(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
-        signal,
-      );
-      if (!outcome.ok) {
-        // Reported, and retried with backoff unless the API server refused the object itself.
-        if (!outcome.rejected) publishError = outcome.error;
-        log.warn('publishing the ConfigMap failed', {
-          configMap: cmName,
-          error: outcome.message,
-          retrying: !outcome.rejected,
-        });
-        plan = await planReconcile({
-          ...input,
-          publishError: outcome.message,
-          publishRejected: outcome.rejected,
-        });
-        plan.configMap = undefined;
-      }
+    if (result.result !== 'Published') {
+      // Reported, and retried with backoff unless the API server refused the object itself.
+      if (result.result === 'PublishFailed') publishError = result.error;
+      log.warn('publishing the ConfigMap failed', {
+        configMap: cmName,
+        error: result.message,
+        retrying: result.result === 'PublishFailed',
+      });
     }
 
     // Recorded before the write, so that its watch echo (which may beat the response) matches.

@@ -19,7 +19,16 @@ import { serializeCard } from '../card/serialize.ts';
 import { expiryWarningAt } from '../card/certificate.ts';
 import { importCertificateSigningKey, importSigningKey, publicJwks, type SigningKey } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
-import { deriveReady, getCondition, setCondition, type ConditionInput } from './conditions.ts';
+import {
+  deriveReady,
+  getCondition,
+  keepCondition,
+  setCondition,
+  type CardCondition,
+  type ConditionInput,
+} from './conditions.ts';
+import { PUBLISHED, type PublishResult } from '../runtime/outcome.ts';
+import type { SignedReason } from '../api/reasons.ts';
 import {
   byteLength,
   configMapNameProblem,
@@ -35,9 +44,12 @@ import {
 } from './configmap.ts';
 import { servingMessage, type ServingSummary } from './serving.ts';
 import { plannedEvents, type PlannedEvent } from './events.ts';
-import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
+import { ownedStatus, statusChanged, type CardStatus, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
 import type { SourceOutcome } from '../source/tracker.ts';
+
+/** Omit over each member of a union (a typed condition keeps its type/reason pairing). */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** An AgentCard as the informer holds it (raw JSON from the API server). */
 export interface AgentCardObject {
@@ -76,13 +88,6 @@ export interface PlanInput {
   /** The probe verdict for the accepted spec (undefined when the spec is not accepted). */
   interfaces: (spec: AgentCardSpec | undefined) => InterfacesVerdict;
   now: Date;
-  /** Set when applying the planned ConfigMap failed: plan again with Published=False. */
-  publishError?: string;
-  /**
-   * With publishError: the API server refused the object itself (422 Invalid), which retrying
-   * cannot change; reported as PublishRejected and not retried until the AgentCard changes.
-   */
-  publishRejected?: boolean;
   /** The ConfigMap data limit (tests of the boundary); default MAX_CONFIGMAP_DATA_BYTES. */
   maxConfigMapBytes?: number;
   /** The Pods that ask for this card (status.serving); undefined: not reported. */
@@ -187,12 +192,10 @@ function importCertificateCached(
   return key;
 }
 
-const MAX_REQUEUE_MS = 24 * 3600_000;
-
 const TLS_ENTRIES = { certificate: 'tls.crt', privateKey: 'tls.key', ca: 'ca.crt' } as const;
 
 export interface SigningOutcome {
-  condition: Omit<ConditionInput, 'type' | 'observedGeneration'>;
+  condition: Omit<ConditionInput, 'type' | 'observedGeneration' | 'reason'> & { reason: SignedReason };
   keys?: SigningKey[];
 }
 
@@ -348,7 +351,15 @@ async function loadCertificateKey(
 export function certificateExpiry(
   keys: readonly SigningKey[],
   now: Date,
-): { condition: Omit<ConditionInput, 'type' | 'observedGeneration'>; nextCheck: Date } | undefined {
+):
+  | {
+      condition: DistributiveOmit<
+        Extract<CardCondition, { type: 'CertificatesValid' }>,
+        'type' | 'observedGeneration'
+      >;
+      nextCheck: Date;
+    }
+  | undefined {
   const certs = keys.flatMap((k, i) => (k.certificate ? [{ i, kid: k.kid, facts: k.certificate }] : []));
   if (certs.length === 0) return undefined;
   const withWarning = certs.map((c) => ({ ...c, warnAt: expiryWarningAt(c.facts) }));
@@ -376,17 +387,6 @@ export function certificateExpiry(
       message: `${certs.length === 1 ? 'the signing certificate is' : `${certs.length} signing certificates are`} valid; the first expires at ${soonest.facts.notAfter} (warning from ${soonest.warnAt.toISOString()})`,
     },
     nextCheck,
-  };
-}
-
-function keep(previous: Condition | undefined, fallback: ConditionInput): ConditionInput {
-  if (!previous) return fallback;
-  return {
-    type: previous.type,
-    status: previous.status,
-    observedGeneration: previous.observedGeneration ?? 0,
-    reason: previous.reason,
-    message: previous.message,
   };
 }
 
@@ -450,197 +450,6 @@ function sourceEvents(before: Condition | undefined, source: SourceOutcome | und
   return events;
 }
 
-export async function planReconcile(input: PlanInput): Promise<Plan> {
-  const { resource, now } = input;
-  const { name, namespace, uid } = resource.metadata;
-  const generation = resource.metadata.generation ?? 0;
-  const previous = ownedStatus(resource.status);
-  const prevConditions = previous.conditions ?? [];
-  const prevCondition = (type: string) => getCondition(prevConditions, type);
-  const at = (c: Omit<ConditionInput, 'type' | 'observedGeneration'>, type: string): ConditionInput => ({
-    type,
-    observedGeneration: generation,
-    ...c,
-  });
-
-  const next: ConditionInput[] = [];
-  // Pods that ask for this card but run without the sidecar (the webhook's failurePolicy is
-  // Ignore): named in the Published message and reported in status.serving.
-  const missingPods = input.serving ? servingMessage(input.serving) : undefined;
-  const servingNote = missingPods ? `; ${missingPods}` : '';
-  let spec: AgentCardSpec | undefined;
-  let configMap: ConfigMapObject | undefined;
-  let card = previous.card;
-  let signatures = previous.signatures;
-  let audiences = previous.audiences;
-  let signingNote: string | undefined;
-  let requeueAfterMs: number | undefined;
-  const dropConditions: string[] = [];
-
-  const source = input.source;
-  // An adopted card is validated as the written card it amounts to; until the source has given
-  // one, there is nothing to validate (and the published card, if any, stays).
-  const validation = source
-    ? source.spec
-      ? validateSpec(source.spec)
-      : { problems: source.invalid ?? [], spec: undefined, card: undefined }
-    : validateSpec(resource.spec);
-  const served = servedNote(input.liveConfigMap);
-  const nameProblem = configMapNameProblem(name);
-  const notPublished = (why: string): ConditionInput =>
-    at({ status: 'False', reason: 'NotPublished', message: `nothing is published yet: ${why}` }, 'Published');
-
-  const noSourceCard = !!source && !source.spec && !source.invalid && !nameProblem;
-  if (!validation.spec || !validation.card || nameProblem) {
-    const message = noSourceCard
-      ? `no card from spec.source yet (${source.condition.message}); ${served}`
-      : (nameProblem ?? specProblemMessage(validation.problems, served));
-    const reason = noSourceCard ? 'SourceUnavailable' : nameProblem ? 'InvalidName' : 'InvalidSpec';
-    next.push(at({ status: 'False', reason, message }, 'Accepted'));
-    // Nothing else is touched: the conditions keep describing the last published card.
-    next.push(
-      keep(
-        prevCondition('Signed'),
-        at({ status: 'Unknown', reason: 'SpecNotAccepted', message: 'waiting for a valid spec' }, 'Signed'),
-      ),
-    );
-    next.push(keep(prevCondition('Published'), notPublished('the spec is not accepted')));
-  } else {
-    spec = validation.spec;
-    next.push(
-      at(
-        { status: 'True', reason: 'Valid', message: `the spec is valid${warningsNote(validation.problems)}` },
-        'Accepted',
-      ),
-    );
-    const signing = await loadSigningKeys(spec, namespace, input.secrets, served, 'card', now);
-    next.push(at(signing.condition, 'Signed'));
-    if (signing.keys) {
-      const expiry = certificateExpiry(signing.keys, now);
-      if (expiry) {
-        next.push(at(expiry.condition, 'CertificatesValid'));
-        // Capped: a timer cannot wait past 2^31 ms, and the resync checks again anyway.
-        requeueAfterMs = Math.min(
-          MAX_REQUEUE_MS,
-          Math.max(1000, expiry.nextCheck.getTime() - now.getTime() + 1000),
-        );
-      } else {
-        dropConditions.push('CertificatesValid');
-      }
-    }
-    if (!signing.keys) {
-      next.push(keep(prevCondition('Published'), notPublished('the signing keys cannot be used')));
-    } else {
-      const jku = spec.signing?.jku;
-      const keys = signing.keys;
-      const wanted = audienceVariants(spec, validation.card);
-      const signed = await signVariants(wanted, keys, jku, input.liveConfigMap?.data);
-      signingNote = signed.note;
-      const variants = signed.files;
-      const [main, ...others] = variants as [VariantFiles, ...VariantFiles[]];
-      const files: PublishedFiles = {
-        card: main.card,
-        legacyCard: main.legacyCard,
-        jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
-        cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
-        variantData: variantData(others),
-        ...(spec.serving?.server === 'Central'
-          ? { centralHosts: (spec.serving.hosts ?? []).map((h) => h.toLowerCase()) }
-          : {}),
-      };
-      const cmName = configMapName(name);
-      const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
-      // Checked before any write, on the whole data map (every rendering and variant): a card that
-      // cannot fit is refused once, with the reason, instead of failing with 422 on every retry.
-      const tooLarge = configMapSizeProblem(desired.data, input.maxConfigMapBytes);
-      if (tooLarge) {
-        next.push(
-          at({ status: 'False', reason: 'CardTooLarge', message: `${tooLarge}; ${served}` }, 'Published'),
-        );
-      } else if (input.publishError) {
-        next.push(
-          at(
-            input.publishRejected
-              ? {
-                  status: 'False',
-                  reason: 'PublishRejected',
-                  message: `the API server refused ConfigMap ${cmName}: ${input.publishError}; not retried until the AgentCard changes; ${served}`,
-                }
-              : {
-                  status: 'False',
-                  reason: 'PublishFailed',
-                  message: `writing ConfigMap ${cmName} failed: ${input.publishError}; retrying with backoff; ${served}`,
-                },
-            'Published',
-          ),
-        );
-      } else {
-        if (!configMapUpToDate(input.liveConfigMap, desired)) configMap = desired;
-        const digest = digestOf(files.card);
-        const bytes = byteLength(files.card);
-        card = { digest, bytes, version: validation.card.version, configMap: cmName };
-        signatures = keys.map(signatureStatus);
-        audiences = audienceStatus(others, wanted);
-        next.push(
-          at(
-            {
-              status: 'True',
-              reason: 'Published',
-              message: `ConfigMap ${cmName} holds version ${validation.card.version} (${digest.slice(0, 19)}, ${bytes} bytes)${audiencesNote(audiences)}${servingNote}`,
-            },
-            'Published',
-          ),
-        );
-      }
-    }
-  }
-
-  const verdict = input.interfaces(spec);
-  next.push({ type: 'InterfacesReachable', ...verdict.condition });
-  // SourceAvailable does not gate Ready: the last good card stays published and served.
-  if (source) next.push(at(source.condition, 'SourceAvailable'));
-  next.push(deriveReady(next, generation));
-
-  // A written card has no SourceAvailable condition (an AgentCard that stops adopting drops it).
-  if (!source) dropConditions.push('SourceAvailable');
-  let conditions: Condition[] = prevConditions.filter((c) => !dropConditions.includes(c.type));
-  for (const c of next) conditions = setCondition(conditions, c, now);
-  const sourceStatus = source ? (source.status ?? previous.source) : undefined;
-
-  const status: ControllerStatus = {
-    observedGeneration: generation,
-    conditions,
-    ...(card ? { card } : {}),
-    ...(signatures && signatures.length > 0 ? { signatures } : {}),
-    ...(audiences && audiences.length > 0 ? { audiences } : {}),
-    ...(verdict.interfaces ? { interfaces: verdict.interfaces } : {}),
-    ...(verdict.reachableInterfaces !== undefined
-      ? { reachableInterfaces: verdict.reachableInterfaces }
-      : {}),
-    ...(input.serving ? { serving: input.serving } : {}),
-    ...(sourceStatus ? { source: sourceStatus } : {}),
-  };
-  const ready = getCondition(conditions, 'Ready')!.status;
-  return {
-    generation,
-    spec,
-    configMap,
-    status,
-    statusChanged: statusChanged(resource.status, status),
-    events: [
-      ...plannedEvents(prevConditions, conditions, {
-        digestBefore: publishedDigests(previous.card, previous.audiences),
-        digestAfter: publishedDigests(card, audiences),
-      }),
-      ...servingEvents(previous.serving, input.serving),
-      ...sourceEvents(getCondition(prevConditions, 'SourceAvailable'), source),
-    ],
-    ready,
-    signingNote,
-    ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
-  };
-}
-
 /** status.signatures[] of one key: kid, alg and, for a certificate key, its public facts. */
 export function signatureStatus(k: SigningKey): NonNullable<ControllerStatus['signatures']>[number] {
   return {
@@ -657,4 +466,367 @@ export function signatureStatus(k: SigningKey): NonNullable<ControllerStatus['si
         }
       : {}),
   };
+}
+
+/** The parts of the card engine a reconcile uses; tests count calls through them. */
+export interface CardEngine {
+  validate: typeof validateSpec;
+  sign: typeof signVariants;
+}
+
+const ENGINE: CardEngine = { validate: validateSpec, sign: signVariants };
+
+/** What is published when the publish succeeds (status.card and friends). */
+export interface CardArtifacts {
+  configMapName: string;
+  /** The ConfigMap to apply; undefined when the live one already holds these bytes. */
+  write?: ConfigMapObject;
+  card: CardStatus;
+  signatures: NonNullable<ControllerStatus['signatures']>;
+  audiences: AudienceStatus[];
+}
+
+/**
+ * The decision of one reconcile, made once before any write: validation, signing keys, the
+ * rendered and signed documents, the ConfigMap. The status for each publish result is derived
+ * from it (cardPlan) without running any of that again.
+ */
+export interface CardDecision {
+  generation: number;
+  /** The validated spec, when Accepted=True (the probe scheduler follows it). */
+  spec?: AgentCardSpec;
+  /**
+   * Accepted and Signed, and Published when publishing is settled before any write (spec not
+   * accepted, keys unusable, card too large): then `artifacts` is undefined.
+   */
+  conditions: ConditionInput[];
+  artifacts?: CardArtifacts;
+  /** What users still get if this change cannot be published. */
+  served: string;
+  /** Why the card was signed again or not (for debug logs). */
+  signingNote?: string;
+  /**
+   * The source's outcome for an adopted card (an input, fetched before the decision): its
+   * condition, status and events go into the status whatever the publish result.
+   */
+  source?: SourceOutcome;
+  /** Conditions no longer true of this card, removed from the status (CertificatesValid). */
+  drop: string[];
+  /** Reconcile again after this long: a signing certificate's expiry warning or expiry is due. */
+  requeueAfterMs?: number;
+}
+
+type DecisionInput = Pick<
+  PlanInput,
+  'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes' | 'now' | 'source'
+>;
+
+/** A timer cannot wait past 2^31 ms, and the resync checks again anyway. */
+const MAX_REQUEUE_MS = 24 * 3600_000;
+
+export async function decideCard(input: DecisionInput, engine: CardEngine = ENGINE): Promise<CardDecision> {
+  const { resource } = input;
+  const { name, namespace, uid } = resource.metadata;
+  const generation = resource.metadata.generation ?? 0;
+  const prevConditions = ownedStatus(resource.status).conditions ?? [];
+  const prevCondition = (type: string) => getCondition(prevConditions, type);
+  const at = (c: DistributiveOmit<CardCondition, 'observedGeneration'>): ConditionInput => ({
+    observedGeneration: generation,
+    ...c,
+  });
+  const served = servedNote(input.liveConfigMap);
+  const notPublished = (why: string): ConditionInput =>
+    at({
+      type: 'Published',
+      status: 'False',
+      reason: 'NotPublished',
+      message: `nothing is published yet: ${why}`,
+    });
+  const source = input.source;
+  const decision = (
+    rest: Omit<CardDecision, 'generation' | 'served' | 'drop'> & { drop?: string[] },
+  ): CardDecision => ({
+    generation,
+    served,
+    ...(source ? { source } : {}),
+    ...rest,
+    // A written card has no SourceAvailable condition (an AgentCard that stops adopting drops it).
+    drop: [...(rest.drop ?? []), ...(source ? [] : ['SourceAvailable'])],
+  });
+
+  // An adopted card is validated as the written card it amounts to; until the source has given
+  // one, there is nothing to validate (and the published card, if any, stays).
+  const validation = source
+    ? source.spec
+      ? engine.validate(source.spec)
+      : { problems: source.invalid ?? [], spec: undefined, card: undefined }
+    : engine.validate(resource.spec);
+  const nameProblem = configMapNameProblem(name);
+  if (!validation.spec || !validation.card || nameProblem) {
+    const noSourceCard = !!source && !source.spec && !source.invalid && !nameProblem;
+    return decision({
+      conditions: [
+        noSourceCard
+          ? at({
+              type: 'Accepted',
+              status: 'False',
+              reason: 'SourceUnavailable',
+              message: `no card from spec.source yet (${source.condition.message}); ${served}`,
+            })
+          : at({
+              type: 'Accepted',
+              status: 'False',
+              reason: nameProblem ? 'InvalidName' : 'InvalidSpec',
+              message: nameProblem ?? specProblemMessage(validation.problems, served),
+            }),
+        // Nothing else is touched: the conditions keep describing the last published card.
+        keepCondition(
+          prevCondition('Signed'),
+          at({
+            type: 'Signed',
+            status: 'Unknown',
+            reason: 'SpecNotAccepted',
+            message: 'waiting for a valid spec',
+          }),
+        ),
+        keepCondition(prevCondition('Published'), notPublished('the spec is not accepted')),
+      ],
+    });
+  }
+  const spec = validation.spec;
+  const accepted = at({
+    type: 'Accepted',
+    status: 'True',
+    reason: 'Valid',
+    message: `the spec is valid${warningsNote(validation.problems)}`,
+  });
+  const signing = await loadSigningKeys(spec, namespace, input.secrets, served, 'card', input.now);
+  const signed = at({ type: 'Signed', ...signing.condition });
+  if (!signing.keys) {
+    return decision({
+      spec,
+      conditions: [
+        accepted,
+        signed,
+        keepCondition(prevCondition('Published'), notPublished('the signing keys cannot be used')),
+      ],
+    });
+  }
+  const keys = signing.keys;
+  // CertificatesValid, when a key is a certificate; re-checked when its verdict changes next.
+  const expiry = certificateExpiry(keys, input.now);
+  const certificates: Pick<CardDecision, 'drop' | 'requeueAfterMs'> = expiry
+    ? {
+        drop: [],
+        requeueAfterMs: Math.min(
+          MAX_REQUEUE_MS,
+          Math.max(1000, expiry.nextCheck.getTime() - input.now.getTime() + 1000),
+        ),
+      }
+    : { drop: ['CertificatesValid'] };
+  const keyConditions = expiry ? [signed, at({ type: 'CertificatesValid', ...expiry.condition })] : [signed];
+  const wanted = audienceVariants(spec, validation.card);
+  const signedVariants = await engine.sign(wanted, keys, spec.signing?.jku, input.liveConfigMap?.data);
+  const [main, ...others] = signedVariants.files as [VariantFiles, ...VariantFiles[]];
+  const files: PublishedFiles = {
+    card: main.card,
+    legacyCard: main.legacyCard,
+    jwks: serializeCard(publicJwks(keys) as unknown as Record<string, unknown>),
+    cacheMaxAgeSeconds: spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS,
+    variantData: variantData(others),
+    ...(spec.serving?.server === 'Central'
+      ? { centralHosts: (spec.serving.hosts ?? []).map((h) => h.toLowerCase()) }
+      : {}),
+  };
+  const cmName = configMapName(name);
+  const desired = desiredConfigMap({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, files);
+  // Checked before any write, on the whole data map (every rendering and variant): a card that
+  // cannot fit is refused once, with the reason, instead of failing with 422 on every retry.
+  const tooLarge = configMapSizeProblem(desired.data, input.maxConfigMapBytes);
+  if (tooLarge) {
+    return decision({
+      spec,
+      signingNote: signedVariants.note,
+      ...certificates,
+      conditions: [
+        accepted,
+        ...keyConditions,
+        at({ type: 'Published', status: 'False', reason: 'CardTooLarge', message: `${tooLarge}; ${served}` }),
+      ],
+    });
+  }
+  return decision({
+    spec,
+    signingNote: signedVariants.note,
+    ...certificates,
+    conditions: [accepted, ...keyConditions],
+    artifacts: {
+      configMapName: cmName,
+      write: configMapUpToDate(input.liveConfigMap, desired) ? undefined : desired,
+      card: {
+        digest: digestOf(files.card),
+        bytes: byteLength(files.card),
+        version: validation.card.version,
+        configMap: cmName,
+      },
+      signatures: keys.map(signatureStatus),
+      audiences: audienceStatus(others, wanted),
+    },
+  });
+}
+
+/** The Published condition for a publish result (the artifacts were decided). */
+export function publishedCondition(
+  artifacts: CardArtifacts,
+  result: Exclude<PublishResult, { result: 'Outage' }>,
+  served: string,
+  servingNote: string,
+): DistributiveOmit<CardCondition, 'observedGeneration'> {
+  const cmName = artifacts.configMapName;
+  switch (result.result) {
+    case 'PublishRejected':
+      return {
+        type: 'Published',
+        status: 'False',
+        reason: 'PublishRejected',
+        message: `the API server refused ConfigMap ${cmName}: ${result.message}; not retried until the AgentCard changes; ${served}`,
+      };
+    case 'PublishFailed':
+      return {
+        type: 'Published',
+        status: 'False',
+        reason: 'PublishFailed',
+        message: `writing ConfigMap ${cmName} failed: ${result.message}; retrying with backoff; ${served}`,
+      };
+    case 'Published': {
+      const { card, audiences } = artifacts;
+      return {
+        type: 'Published',
+        status: 'True',
+        reason: 'Published',
+        message: `ConfigMap ${cmName} holds version ${card.version} (${card.digest.slice(0, 19)}, ${card.bytes} bytes)${audiencesNote(audiences)}${servingNote}`,
+      };
+    }
+  }
+}
+
+/** What the status derivation needs besides the decision and the publish result. */
+export type StatusContext = Pick<PlanInput, 'resource' | 'now' | 'serving'> & {
+  /** The probe verdict for decision.spec. */
+  verdict: InterfacesVerdict;
+};
+
+/**
+ * The plan for a decision and a publish result, without any I/O and without validating or
+ * signing again: the full controller-owned status, whether it changed, the events.
+ * An outage writes nothing: the status stays as it is (statusChanged false, no events).
+ */
+export function cardPlan(decision: CardDecision, ctx: StatusContext, result: PublishResult): Plan {
+  const { resource, now } = ctx;
+  const { generation } = decision;
+  const previous = ownedStatus(resource.status);
+  const prevConditions = previous.conditions ?? [];
+  if (result.result === 'Outage') {
+    return {
+      generation,
+      spec: decision.spec,
+      status: previous,
+      statusChanged: false,
+      events: [],
+      ready: getCondition(prevConditions, 'Ready')?.status ?? 'Unknown',
+      signingNote: decision.signingNote,
+      ...(decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {}),
+    };
+  }
+  // Pods that ask for this card but run without the sidecar (the webhook's failurePolicy is
+  // Ignore): named in the Published message and reported in status.serving.
+  const missingPods = ctx.serving ? servingMessage(ctx.serving) : undefined;
+  const servingNote = missingPods ? `; ${missingPods}` : '';
+  const next: ConditionInput[] = [...decision.conditions];
+  const artifacts = decision.artifacts;
+  // The status fields describe what is served: they move only when this publish succeeded.
+  const published = artifacts && result.result === 'Published' ? artifacts : undefined;
+  if (artifacts) {
+    next.push({
+      observedGeneration: generation,
+      ...publishedCondition(artifacts, result, decision.served, servingNote),
+    });
+  }
+  const card = published ? published.card : previous.card;
+  const signatures = published ? published.signatures : previous.signatures;
+  const audiences = published ? published.audiences : previous.audiences;
+
+  const verdict = ctx.verdict;
+  next.push({ type: 'InterfacesReachable', ...verdict.condition });
+  // SourceAvailable does not gate Ready: the last good card stays published and served. Its
+  // reason is the source tracker's (SOURCE_AVAILABLE_REASONS in operator/api/reasons.ts).
+  const source = decision.source;
+  if (source) next.push({ type: 'SourceAvailable', observedGeneration: generation, ...source.condition });
+  next.push(deriveReady(next, generation));
+
+  let conditions: Condition[] = prevConditions.filter((c) => !decision.drop.includes(c.type));
+  for (const c of next) conditions = setCondition(conditions, c, now);
+  const sourceStatus = source ? (source.status ?? previous.source) : undefined;
+
+  const status: ControllerStatus = {
+    observedGeneration: generation,
+    conditions,
+    ...(card ? { card } : {}),
+    ...(signatures && signatures.length > 0 ? { signatures } : {}),
+    ...(audiences && audiences.length > 0 ? { audiences } : {}),
+    ...(verdict.interfaces ? { interfaces: verdict.interfaces } : {}),
+    ...(verdict.reachableInterfaces !== undefined
+      ? { reachableInterfaces: verdict.reachableInterfaces }
+      : {}),
+    ...(ctx.serving ? { serving: ctx.serving } : {}),
+    ...(sourceStatus ? { source: sourceStatus } : {}),
+  };
+  const ready = getCondition(conditions, 'Ready')!.status;
+  return {
+    generation,
+    spec: decision.spec,
+    configMap: result.result === 'Published' ? artifacts?.write : undefined,
+    status,
+    statusChanged: statusChanged(resource.status, status),
+    events: [
+      ...plannedEvents(prevConditions, conditions, {
+        digestBefore: publishedDigests(previous.card, previous.audiences),
+        digestAfter: publishedDigests(card, audiences),
+      }),
+      ...servingEvents(previous.serving, ctx.serving),
+      ...sourceEvents(getCondition(prevConditions, 'SourceAvailable'), source),
+    ],
+    ready,
+    signingNote: decision.signingNote,
+    ...(decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {}),
+  };
+}
+
+/**
+ * The plan for `input` had its publish ended with `result` (default: published): decide once,
+ * derive once. Tests use it; the controller uses reconcilePlan, which publishes in between.
+ */
+export async function planReconcile(
+  input: PlanInput,
+  result: PublishResult = PUBLISHED,
+  engine: CardEngine = ENGINE,
+): Promise<Plan> {
+  const decision = await decideCard(input, engine);
+  return cardPlan(decision, { ...input, verdict: input.interfaces(decision.spec) }, result);
+}
+
+/**
+ * One reconcile's plan: decide once, publish the decided ConfigMap (if its bytes change), and
+ * derive the status for how that ended. `publish` is the only I/O (the Writer in the controller).
+ */
+export async function reconcilePlan(
+  input: PlanInput,
+  publish: (configMap: ConfigMapObject) => Promise<PublishResult>,
+  engine: CardEngine = ENGINE,
+): Promise<{ decision: CardDecision; result: PublishResult; plan: Plan }> {
+  const decision = await decideCard(input, engine);
+  const write = decision.artifacts?.write;
+  const result = write ? await publish(write) : PUBLISHED;
+  const plan = cardPlan(decision, { ...input, verdict: input.interfaces(decision.spec) }, result);
+  return { decision, result, plan };
 }

@@ -13,7 +13,7 @@ import { ProbeLimiter } from '../probe/limiter.ts';
 import { type SignatureReport, cardProblems, checkSignatures, notVerified, signerOf } from './check.ts';
 import { type Fetched, type Fetcher, FetchError, parseJsonBody } from './fetch.ts';
 import { classifyDocument, nestingLoop, parseTargetUrl, redactUrl, startCandidates } from './plan.ts';
-import type { CardReport, CatalogReport, ErrorReport, SkillSummary } from './report.ts';
+import type { CardReport, CatalogReport, DiscoverErrorCode, ErrorReport, SkillSummary } from './report.ts';
 import { type Trust, verifyOptions } from './trust.ts';
 
 export interface CrawlLimits {
@@ -90,7 +90,7 @@ export class Crawler {
     return this.#result;
   }
 
-  #error(url: string, via: string[], code: string, message: string): void {
+  #error(url: string, via: string[], code: DiscoverErrorCode, message: string): void {
     this.#result.errors.push({ url, via, code, message });
   }
 

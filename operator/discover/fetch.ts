@@ -17,13 +17,14 @@ import type { OwnerCheck } from '../probe/ownership.ts';
 import { type DocumentCache, cacheDirectives, isFresh } from './cache.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../catalog/document.ts';
 import { shorten } from './plan.ts';
+import type { FetchErrorCode } from './report.ts';
 
 /** Why a fetch failed, in words a user can act on. `code` is stable (tests and JSON output). */
 export class FetchError extends Error {
   override name = 'FetchError';
-  readonly code: string;
+  readonly code: FetchErrorCode;
   readonly url: string;
-  constructor(code: string, url: string, message: string) {
+  constructor(code: FetchErrorCode, url: string, message: string) {
     super(message);
     this.code = code;
     this.url = url;
@@ -66,7 +67,7 @@ const ACCEPT = 'application/ai-catalog+json, application/a2a-agent-card+json, ap
 const kib = (n: number) => (n >= 1024 * 1024 ? `${n / (1024 * 1024)} MiB` : `${Math.round(n / 1024)} KiB`);
 
 /** The one-line message of a failed connection, from the probe's failure codes. */
-function describeFailure(err: ProbeFailure, timeoutMs: number): { code: string; message: string } {
+function describeFailure(err: ProbeFailure, timeoutMs: number): { code: FetchErrorCode; message: string } {
   switch (err.code) {
     case PROBE_CODES.blocked:
       return { code: 'blocked', message: `refused by the address policy: ${err.detail ?? ''}`.trim() };
@@ -165,7 +166,7 @@ export class Fetcher {
     }
     const deadline = AbortSignal.timeout(this.opts.timeoutMs);
     const signal = this.opts.signal ? AbortSignal.any([deadline, this.opts.signal]) : deadline;
-    const fail = (code: string, message: string) => new FetchError(code, url.href, message);
+    const fail = (code: FetchErrorCode, message: string) => new FetchError(code, url.href, message);
     this.requests++;
     try {
       const response = await this.#client(url).request({

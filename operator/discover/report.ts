@@ -50,11 +50,48 @@ export interface CatalogReport {
   cache?: 'fresh' | 'revalidated';
 }
 
+/** Why a fetch failed (fetch.ts): stable codes, in the JSON output and the table. */
+export const FETCH_ERROR_CODES = [
+  'blocked',
+  'redirect',
+  'not-found',
+  'http',
+  'too-large',
+  'too-deep',
+  'not-json',
+  'timeout',
+  'deadline',
+  'budget',
+  'dns',
+  'connect',
+  'tls',
+] as const;
+export type FetchErrorCode = (typeof FETCH_ERROR_CODES)[number];
+
+/** Every code a discover run reports: a failed fetch, or what the crawl made of the document. */
+export const DISCOVER_ERROR_CODES = [
+  ...FETCH_ERROR_CODES,
+  'loop',
+  'depth',
+  'limit',
+  'invalid-catalog',
+  'catalog-invalid',
+  'catalog-untrusted',
+  'catalog-unsigned',
+  'unknown-document',
+  'bad-url',
+  'jwks',
+  'trust-bundle',
+  'usage',
+  'error',
+] as const;
+export type DiscoverErrorCode = (typeof DISCOVER_ERROR_CODES)[number];
+
 export interface ErrorReport {
   url: string;
   via: string[];
-  /** Stable code: blocked, redirect, too-large, timeout, not-json, loop, depth, limit, ... */
-  code: string;
+  /** Stable code (DISCOVER_ERROR_CODES). */
+  code: DiscoverErrorCode;
   message: string;
 }
 

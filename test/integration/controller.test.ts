@@ -8,8 +8,9 @@ import { runTool } from '../support/tools.ts';
 import {
   condition,
   privateJwk,
+  metricValue,
+  operatorMetrics,
   sampleCard,
-  sleep,
   waitFor,
   useOperatorInNamespace,
 } from '../support/operator.ts';
@@ -129,13 +130,22 @@ describe('controller: reconcile on the real API server', () => {
   });
 
   it('rejects an invalid spec and keeps the last good card published', async () => {
-    const cmBefore = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    // Its own card and key: runs alone with -t.
+    await api.putSecret(ns.name, 'invalid-key', { jwk: await privateJwk('i1') }, true);
+    await api.createCard(ns.name, 'invalid', signedSpec('invalid-key', '1.1.0'));
+    await readyCard('invalid');
+    const cmBefore = (await api.getConfigMap(ns.name, 'invalid-agent-card'))!;
+    const configMapWrites = async () =>
+      metricValue(await operatorMetrics(op.metricsPort()), 'agentcard_api_writes_total', {
+        resource: 'configmap',
+      });
+    const writesBefore = await configMapWrites();
     const leaked = 'AKIAIOSFODNN7EXAMPLE';
-    const bad = signedSpec('weather-key', '1.2.0');
+    const bad = signedSpec('invalid-key', '1.2.0');
     (bad.card as Record<string, unknown>).description = `Weather answers; our key is ${leaked}`;
-    await api.replaceSpec(ns.name, 'weather', bad);
+    await api.replaceSpec(ns.name, 'invalid', bad);
     const card = await waitFor('Accepted=False', async () => {
-      const c = await api.getCard(ns.name, 'weather');
+      const c = await api.getCard(ns.name, 'invalid');
       return condition(c, 'Accepted')?.status === 'False' ? c : undefined;
     });
     const accepted = condition(card, 'Accepted')!;
@@ -143,20 +153,26 @@ describe('controller: reconcile on the real API server', () => {
     expect(accepted.message).toContain('spec.card.description');
     expect(accepted.message).not.toContain(leaked);
     expect(condition(card, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
-    expect(card.status?.observedGeneration).toBe(3);
+    expect(card.status?.observedGeneration).toBe(2);
     expect(card.status?.card?.version).toBe('1.1.0');
-    await sleep(1_500);
-    const cmAfter = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    // Nothing was written for the refused spec, proven by counting instead of sleeping: a marker
+    // card created afterwards is reconciled after it (a reconcile applies its ConfigMap before its
+    // status, and the refused spec's status is already there), and the operator's ConfigMap writes
+    // grew by the marker's one only.
+    await api.createCard(ns.name, 'invalid-marker', { card: sampleCard('9.0.0') });
+    await readyCard('invalid-marker');
+    expect(await configMapWrites()).toBe(writesBefore + 1);
+    const cmAfter = (await api.getConfigMap(ns.name, 'invalid-agent-card'))!;
     expect(cmAfter.data).toEqual(cmBefore.data);
     expect(cmAfter.metadata?.resourceVersion).toBe(cmBefore.metadata?.resourceVersion);
     const warning = await waitFor('an InvalidSpec event', async () =>
-      (await api.events(ns.name, 'weather')).find((e) => e.reason === 'InvalidSpec'),
+      (await api.events(ns.name, 'invalid')).find((e) => e.reason === 'InvalidSpec'),
     );
     expect(warning.type).toBe('Warning');
     expect(warning.message).not.toContain(leaked);
 
-    await api.replaceSpec(ns.name, 'weather', signedSpec('weather-key', '1.2.0'));
-    const fixed = await readyCard('weather');
+    await api.replaceSpec(ns.name, 'invalid', signedSpec('invalid-key', '1.2.0'));
+    const fixed = await readyCard('invalid');
     expect(fixed.status?.card?.version).toBe('1.2.0');
   });
 
@@ -180,8 +196,13 @@ describe('controller: reconcile on the real API server', () => {
 
     const t0 = Date.now();
     await api.putSecret(ns.name, 'late-key', { jwk: await privateJwk('late-1') }, true);
-    await readyCard('late', 15_000);
+    // The wait is longer than the bound, so a slow signing fails on the bound (with the time it
+    // took), not as a timeout; and Ready turned True after the Secret appeared, not before.
+    const ready = await readyCard('late', 30_000);
     expect(Date.now() - t0).toBeLessThan(15_000);
+    expect(Date.parse(condition(ready, 'Ready')!.lastTransitionTime)).toBeGreaterThanOrEqual(
+      Math.floor(t0 / 1000) * 1000,
+    );
     expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeDefined();
   });
 
@@ -195,8 +216,9 @@ describe('controller: reconcile on the real API server', () => {
         const c = await api.getCard(ns.name, 'weather');
         return c?.status?.signatures?.[0]?.kid === 'k2' ? c : undefined;
       },
-      10_000,
+      30_000,
     );
+    // As above: the wait outlasts the bound, which is asserted on its own.
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(card.status?.signatures).toEqual([{ kid: 'k2', alg: 'EdDSA' }]);
     const cm = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;

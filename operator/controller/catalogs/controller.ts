@@ -51,7 +51,8 @@ import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/a
 import type { Runnable } from '../../runtime/manager.ts';
 import { controllerRunnables, WorkSignal } from '../../runtime/reconciler.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
-import { ownedCatalogStatus, planCatalog, type CatalogObject } from './plan.ts';
+import { ownedCatalogStatus, reconcileCatalogPlan, type CatalogObject } from './plan.ts';
+import { publishResult } from '../../runtime/outcome.ts';
 
 /** How long card events are gathered before the catalogs they touch are rebuilt. */
 export const DEBOUNCE_MS = 250;
@@ -585,27 +586,28 @@ export class CatalogController {
       ...(trustSources ? { trustSources } : {}),
       now: new Date(),
     };
-    let plan = await planCatalog(input);
-    const written = plan.configMaps.length;
-    let publishError: unknown;
-    const outcome = await this.writer.publish(
-      plan.configMaps,
-      (ns, n) => this.scope(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
-      signal,
+    // Decided once (build, sign); a failed publish only changes the derived status.
+    const { decision, result, plan } = await reconcileCatalogPlan(input, (configMaps) =>
+      publishResult(() =>
+        this.writer.publish(
+          configMaps,
+          (ns, n) => this.scope(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+          signal,
+        ),
+      ),
     );
-    if (!outcome.ok) {
+    // The API server is away: nothing more can be written; the gated queue retries.
+    if (result.result === 'Outage') throw result.error;
+    const written = result.result === 'Published' ? (decision.artifacts?.writes.length ?? 0) : 0;
+    let publishError: unknown;
+    if (result.result !== 'Published') {
       // Reported, and retried with backoff unless the API server refused the object itself (422).
-      if (!outcome.rejected) publishError = outcome.error;
+      if (result.result === 'PublishFailed') publishError = result.error;
       this.log.warn('publishing a catalog ConfigMap failed', {
         catalog: key,
-        configMap: outcome.name,
-        error: outcome.message,
-        retrying: !outcome.rejected,
-      });
-      plan = await planCatalog({
-        ...input,
-        publishError: outcome.message,
-        publishRejected: outcome.rejected,
+        configMap: result.name,
+        error: result.message,
+        retrying: result.result === 'PublishFailed',
       });
     }
     if (plan.statusChanged) {
@@ -628,12 +630,12 @@ export class CatalogController {
       );
       if (!stored) return; // deleted meanwhile
     }
-    if (plan.configMaps.length > 0 || plan.statusChanged) {
+    if (written > 0 || plan.statusChanged) {
       this.log.info('catalog reconciled', {
         catalog: key,
         ready: plan.ready,
         entries: plan.status.entries,
-        wroteConfigMaps: outcome.ok ? written : 0,
+        wroteConfigMaps: written,
         wroteStatus: plan.statusChanged,
         digest: plan.status.digest,
       });

@@ -34,7 +34,19 @@ import {
 import { matchesSelector } from '../../catalog/selector.ts';
 import { loadTrust, verifyPublishedCard, type TrustSources } from '../../catalog/trust.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
-import { getCondition, setCondition, type ConditionInput } from '../conditions.ts';
+import type { CatalogReasons } from '../../api/reasons.ts';
+import { CATALOG_CONDITION_TYPES } from '../../catalog/resource.ts';
+import {
+  deriveReady,
+  formatTime,
+  getCondition,
+  keepCondition,
+  setConditions,
+  type ConditionInput,
+  type ReadinessPolicy,
+  type TypedCondition,
+} from '../../runtime/conditions.ts';
+import { PUBLISHED, type PublishResult } from '../../runtime/outcome.ts';
 import {
   configMapUpToDate,
   DEFAULT_CACHE_MAX_AGE_SECONDS,
@@ -45,6 +57,11 @@ import { loadSigningKeys, signatureStatus, type SecretView } from '../plan.ts';
 import { sameChain } from '../resign.ts';
 import { canonicalJson as statusJson } from '../status.ts';
 import type { Condition, ConditionStatus } from '../types.ts';
+
+/** A catalog condition with a reason its type can have (operator/api/reasons.ts). */
+export type CatalogCondition = TypedCondition<CatalogReasons>;
+/** Omit over each member of a union (a typed condition keeps its type/reason pairing). */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 import type { CatalogStatus } from '../../catalog/resource.ts';
 
 /** A catalog as the informer holds it (raw JSON from the API server). */
@@ -80,14 +97,8 @@ export interface CatalogPlanInput {
   /** Names of the live ConfigMaps this catalog published (for stale partitions). */
   liveNames: readonly string[];
   now: Date;
-  publishError?: string;
   /** The documents spec.trust references, as the controller read them. */
   trustSources?: TrustSources;
-  /**
-   * With publishError: the API server refused a ConfigMap itself (422 Invalid), which retrying
-   * cannot change; reported as PublishRejected and not retried until the catalog or its cards change.
-   */
-  publishRejected?: boolean;
 }
 
 export interface CatalogPlan {
@@ -127,7 +138,6 @@ export function ownedCatalogStatus(status: unknown): CatalogControllerStatus {
   return out as CatalogControllerStatus;
 }
 
-const formatSeconds = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 const digestOf = (text: string) => `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
 
 /** The catalog's own identifier (partitions and the page title derive from it). */
@@ -141,6 +151,7 @@ async function signedText(
   key: SigningKey | undefined,
   jku: string | undefined,
   liveText: string | undefined,
+  sign: typeof signCatalog,
 ): Promise<string> {
   const unsigned = doc.catalog as Record<string, unknown>;
   if (!key) return canonicalJson(unsigned);
@@ -167,7 +178,7 @@ async function signedText(
       // Not JSON, or a header that is not JSON: sign again.
     }
   }
-  return canonicalJson(await signCatalog(unsigned, key, jku ? { jku } : {}));
+  return canonicalJson(await sign(unsigned, key, jku ? { jku } : {}));
 }
 
 function catalogConfigMap(
@@ -257,31 +268,67 @@ async function trustedEntries(
   return { ok: true, built, skipped };
 }
 
-export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan> {
+/** The parts of the catalog engine a reconcile uses; tests count calls through them. */
+export interface CatalogEngine {
+  build: typeof buildCatalog;
+  sign: typeof signCatalog;
+}
+
+const ENGINE: CatalogEngine = { build: buildCatalog, sign: signCatalog };
+
+/** What is published when the publish succeeds. */
+export interface CatalogArtifacts {
+  /** ConfigMaps to apply (those whose bytes change; stale partitions emptied). */
+  writes: ConfigMapObject[];
+  /** The status fields that describe the published catalog. */
+  published: Omit<CatalogControllerStatus, 'observedGeneration' | 'conditions'>;
+  /** The message of Published=True. */
+  message: string;
+}
+
+/**
+ * The decision of one catalog reconcile, made once before any write: the spec checked, the keys
+ * read, the documents built and signed, the ConfigMaps. The status for each publish result is
+ * derived from it (catalogPlan) without building or signing again.
+ */
+export interface CatalogDecision {
+  generation: number;
+  spec?: CatalogSpec;
+  /**
+   * Accepted and Signed, and Published when publishing is settled before any write (spec not
+   * accepted, keys unusable, catalog too large): then `artifacts` is undefined.
+   */
+  conditions: ConditionInput[];
+  artifacts?: CatalogArtifacts;
+  /** What readers still get if this change cannot be published. */
+  served: string;
+}
+
+export async function decideCatalog(
+  input: CatalogPlanInput,
+  engine: CatalogEngine = ENGINE,
+): Promise<CatalogDecision> {
   const { catalog, kind, now } = input;
   const generation = catalog.metadata.generation ?? 0;
   const previous = ownedCatalogStatus(catalog.status);
-  const at = (type: string, c: Omit<ConditionInput, 'type' | 'observedGeneration'>): ConditionInput => ({
-    type,
+  const at = (c: DistributiveOmit<CatalogCondition, 'observedGeneration'>): ConditionInput => ({
     observedGeneration: generation,
     ...c,
   });
-  const keep = (type: string, fallback: ConditionInput): ConditionInput => {
-    const p = getCondition(previous.conditions, type);
-    return p
-      ? {
-          type,
-          status: p.status,
-          observedGeneration: p.observedGeneration ?? 0,
-          reason: p.reason,
-          message: p.message,
-        }
-      : fallback;
-  };
-  const next: ConditionInput[] = [];
-  let status: CatalogControllerStatus = { ...previous };
-  const configMaps: ConfigMapObject[] = [];
-  let spec: CatalogSpec | undefined;
+  const keep = (type: string, fallback: ConditionInput) =>
+    keepCondition(getCondition(previous.conditions, type), fallback);
+  // What readers still get while a change cannot be published: the truth depends on whether a
+  // catalog was ever published.
+  const served = input.liveConfigMap(catalogConfigMapName(input.kind, input.catalog.metadata.name))
+    ? 'the last good catalog stays published'
+    : 'nothing is published yet';
+  const notPublished = (why: string) =>
+    at({
+      type: 'Published',
+      status: 'False',
+      reason: 'NotPublished',
+      message: `nothing is published yet: ${why}`,
+    });
 
   const schema = kind === CATALOG_KIND ? AgentCatalogSpecSchema : ClusterAgentCatalogSpecSchema;
   const parsed = schema.safeParse(catalog.spec ?? {});
@@ -289,213 +336,275 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
     const problems = parsed.error.issues
       .slice(0, 3)
       .map((i) => `spec.${i.path.join('.') || '(root)'}: ${i.message}`);
-    next.push(
-      at('Accepted', {
-        status: 'False',
-        reason: 'InvalidSpec',
-        message: `${problems.join('; ')}; fix the spec and apply it again (the last good catalog stays published)`,
-      }),
-    );
-    next.push(
-      keep(
-        'Signed',
-        at('Signed', { status: 'Unknown', reason: 'SpecNotAccepted', message: 'waiting for a valid spec' }),
-      ),
-    );
-    next.push(
-      keep(
-        'Published',
-        at('Published', {
-          status: 'False',
-          reason: 'NotPublished',
-          message: 'nothing is published yet: the spec is not accepted',
-        }),
-      ),
-    );
-  } else {
-    spec = parsed.data as CatalogSpec;
-    next.push(at('Accepted', { status: 'True', reason: 'Valid', message: 'the spec is valid' }));
-    // What readers still get while the keys cannot be used: the truth depends on whether a
-    // catalog was ever published.
-    const served = input.liveConfigMap(catalogConfigMapName(input.kind, input.catalog.metadata.name))
-      ? 'the last good catalog stays published'
-      : 'nothing is published yet';
-    const signing = await loadSigningKeys(
-      spec,
-      input.publishNamespace,
-      input.secrets,
+    return {
+      generation,
       served,
-      'catalog',
-      input.now,
-    );
-    next.push(at('Signed', signing.condition));
-    if (!signing.keys) {
-      next.push(
+      conditions: [
+        at({
+          type: 'Accepted',
+          status: 'False',
+          reason: 'InvalidSpec',
+          message: `${problems.join('; ')}; fix the spec and apply it again (the last good catalog stays published)`,
+        }),
         keep(
-          'Published',
-          at('Published', {
-            status: 'False',
-            reason: 'NotPublished',
-            message: 'nothing is published yet: the signing keys cannot be used',
+          'Signed',
+          at({
+            type: 'Signed',
+            status: 'Unknown',
+            reason: 'SpecNotAccepted',
+            message: 'waiting for a valid spec',
           }),
         ),
-      );
-    } else {
-      const selected = selectEntries(input, spec);
-      const trusted = await trustedEntries(spec, selected, input.trustSources);
-      const built = trusted.ok ? trusted.built : [];
-      const unverified = trusted.ok ? trusted.skipped : [];
-      const skipped = [...unverified, ...selected.skipped].sort();
-      const rootName = catalogConfigMapName(kind, catalog.metadata.name);
-      const partName = (i: number) => catalogConfigMapName(kind, catalog.metadata.name, i);
-      const liveRoot = input.liveConfigMap(rootName)?.data;
-      const livePart = (i: number) => input.liveConfigMap(partName(i))?.data?.[CATALOG_FILES.partCatalog(i)];
-      const previousDocs = [liveRoot?.[CATALOG_FILES.catalog]];
-      for (const name of input.liveNames) {
-        const m = /-p(\d+)$/.exec(name);
-        if (m) previousDocs.push(livePart(Number(m[1])));
-      }
-      const identifier = catalogIdentifier(spec.publisher, kind, catalog);
-      const title =
-        spec.host?.displayName ??
-        (kind === CATALOG_KIND
-          ? `Agents of ${catalog.metadata.namespace}`
-          : `Agents of the cluster (${catalog.metadata.name})`);
-      const result = buildCatalog({
-        identifier,
-        title,
-        host: spec.host,
-        entries: built,
-        include: spec.include ?? [],
-        previous: previousEntries(previousDocs),
-        now: formatSeconds(now),
-        signed: signing.keys.length > 0,
-      });
-      if (!trusted.ok) {
-        next.push(
-          at('Published', {
-            status: 'False',
-            reason: 'TrustPolicyUnavailable',
-            message: `spec.trust cannot be used: ${trusted.error}; no card can be verified, ${served}`,
-          }),
-        );
-      } else if (!result.ok) {
-        next.push(
-          at('Published', {
-            status: 'False',
-            reason: 'CatalogTooLarge',
-            message: `${result.error}; ${served}`,
-          }),
-        );
-      } else if (input.publishError) {
-        next.push(
-          at(
-            'Published',
-            input.publishRejected
-              ? {
-                  status: 'False',
-                  reason: 'PublishRejected',
-                  message: `the API server refused the catalog ConfigMaps in ${input.publishNamespace}: ${input.publishError}; not retried until the catalog or its cards change; ${served}`,
-                }
-              : {
-                  status: 'False',
-                  reason: 'PublishFailed',
-                  message: `writing the catalog ConfigMaps in ${input.publishNamespace} failed: ${input.publishError}; retrying with backoff; ${served}`,
-                },
-          ),
-        );
-      } else {
-        const key = signing.keys[0];
-        const jku = spec.signing?.jku;
-        const maxAge = String(spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS);
-        const rootText = await signedText(result.root, key, jku, liveRoot?.[CATALOG_FILES.catalog]);
-        const rootData: Record<string, string> = {
-          [CATALOG_FILES.catalog]: rootText,
-          [CATALOG_FILES.page]: result.root.page,
-          [CATALOG_FILES.maxAge]: maxAge,
-        };
-        if (key) rootData[CATALOG_FILES.jwks] = canonicalJson(publicJwks(signing.keys));
-        const desired = [catalogConfigMap(input, rootName, rootData)];
-        let bytes = Buffer.byteLength(rootText, 'utf8');
-        for (const [i, part] of result.parts.entries()) {
-          const text = await signedText(part, key, jku, livePart(i));
-          bytes += Buffer.byteLength(text, 'utf8');
-          desired.push(
-            catalogConfigMap(input, partName(i), {
-              [CATALOG_FILES.partCatalog(i)]: text,
-              [CATALOG_FILES.partPage(i)]: part.page,
-            }),
-          );
-        }
-        for (const cm of desired) {
-          if (!configMapUpToDate(input.liveConfigMap(cm.metadata.name), cm)) configMaps.push(cm);
-        }
-        // A partition no longer needed is emptied, not deleted: the catalog server then answers
-        // 404 for it, and the operator needs no delete permission (the garbage collector removes
-        // it with the catalog).
-        const wanted = new Set(desired.map((d) => d.metadata.name));
-        for (const name of input.liveNames) {
-          if (wanted.has(name)) continue;
-          const emptied = catalogConfigMap(input, name, {});
-          if (!configMapUpToDate(input.liveConfigMap(name), emptied)) configMaps.push(emptied);
-        }
-        const digest = digestOf(rootText);
-        status = {
-          entries: result.entries,
-          nested: result.nested,
-          digest,
-          bytes,
-          partitions: result.parts.length,
-          configMap: rootName,
-          namespace: input.publishNamespace,
-          ...(skipped.length ? { skipped: skipped.slice(0, MAX_SKIPPED) } : {}),
-          ...(spec.trust ? { unverified: unverified.length } : {}),
-          ...(key ? { signatures: [signatureStatus(key)] } : {}),
-        };
-        const left = skipped.length
-          ? `; ${skipped.length} selected AgentCard(s) left out${unverified.length ? ` (${unverified.length} not verified by spec.trust)` : ''}, first: ${skipped[0]}`
-          : '';
-        next.push(
-          at('Published', {
-            status: 'True',
-            reason: 'Published',
-            message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}`,
-          }),
-        );
-      }
-    }
+        keep('Published', notPublished('the spec is not accepted')),
+      ],
+    };
   }
-
-  // Ready: Accepted, Signed (or signing not configured) and Published, all for this generation.
-  const blocking = next.find(
-    (c) =>
-      c.observedGeneration < generation ||
-      (c.status !== 'True' && !(c.type === 'Signed' && c.reason === 'SigningNotConfigured')),
+  const spec = parsed.data as CatalogSpec;
+  const accepted = at({ type: 'Accepted', status: 'True', reason: 'Valid', message: 'the spec is valid' });
+  const signing = await loadSigningKeys(
+    spec,
+    input.publishNamespace,
+    input.secrets,
+    served,
+    'catalog',
+    input.now,
   );
-  next.push(
-    blocking
-      ? at('Ready', {
-          status: blocking.status === 'Unknown' || blocking.status === 'True' ? 'Unknown' : 'False',
-          reason: blocking.reason,
-          message: `${blocking.type}: ${blocking.message}`,
-        })
-      : at('Ready', {
-          status: 'True',
-          reason: 'Ready',
-          message: `accepted, ${next.find((c) => c.type === 'Signed')?.status === 'True' ? 'signed' : 'unsigned (no spec.signing)'}, published`,
+  const signed = at({ type: 'Signed', ...signing.condition });
+  if (!signing.keys) {
+    return {
+      generation,
+      served,
+      spec,
+      conditions: [accepted, signed, keep('Published', notPublished('the signing keys cannot be used'))],
+    };
+  }
+  const selected = selectEntries(input, spec);
+  const trusted = await trustedEntries(spec, selected, input.trustSources);
+  if (!trusted.ok) {
+    return {
+      generation,
+      served,
+      spec,
+      conditions: [
+        accepted,
+        signed,
+        at({
+          type: 'Published',
+          status: 'False',
+          reason: 'TrustPolicyUnavailable',
+          message: `spec.trust cannot be used: ${trusted.error}; no card can be verified, ${served}`,
         }),
-  );
-
-  let conditions: Condition[] = [...(previous.conditions ?? [])];
-  for (const c of next) conditions = setCondition(conditions, c, now);
-  const desiredStatus: CatalogControllerStatus = { ...status, observedGeneration: generation, conditions };
+      ],
+    };
+  }
+  const { built } = trusted;
+  const unverified = trusted.skipped;
+  const skipped = [...unverified, ...selected.skipped].sort();
+  const rootName = catalogConfigMapName(kind, catalog.metadata.name);
+  const partName = (i: number) => catalogConfigMapName(kind, catalog.metadata.name, i);
+  const liveRoot = input.liveConfigMap(rootName)?.data;
+  const livePart = (i: number) => input.liveConfigMap(partName(i))?.data?.[CATALOG_FILES.partCatalog(i)];
+  const previousDocs = [liveRoot?.[CATALOG_FILES.catalog]];
+  for (const name of input.liveNames) {
+    const m = /-p(\d+)$/.exec(name);
+    if (m) previousDocs.push(livePart(Number(m[1])));
+  }
+  const identifier = catalogIdentifier(spec.publisher, kind, catalog);
+  const title =
+    spec.host?.displayName ??
+    (kind === CATALOG_KIND
+      ? `Agents of ${catalog.metadata.namespace}`
+      : `Agents of the cluster (${catalog.metadata.name})`);
+  const result = engine.build({
+    identifier,
+    title,
+    host: spec.host,
+    entries: built,
+    include: spec.include ?? [],
+    previous: previousEntries(previousDocs),
+    now: formatTime(now),
+    signed: signing.keys.length > 0,
+  });
+  if (!result.ok) {
+    return {
+      generation,
+      served,
+      spec,
+      conditions: [
+        accepted,
+        signed,
+        at({
+          type: 'Published',
+          status: 'False',
+          reason: 'CatalogTooLarge',
+          message: `${result.error}; ${served}`,
+        }),
+      ],
+    };
+  }
+  const key = signing.keys[0];
+  const jku = spec.signing?.jku;
+  const maxAge = String(spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS);
+  const rootText = await signedText(result.root, key, jku, liveRoot?.[CATALOG_FILES.catalog], engine.sign);
+  const rootData: Record<string, string> = {
+    [CATALOG_FILES.catalog]: rootText,
+    [CATALOG_FILES.page]: result.root.page,
+    [CATALOG_FILES.maxAge]: maxAge,
+  };
+  if (key) rootData[CATALOG_FILES.jwks] = canonicalJson(publicJwks(signing.keys));
+  const desired = [catalogConfigMap(input, rootName, rootData)];
+  let bytes = Buffer.byteLength(rootText, 'utf8');
+  for (const [i, part] of result.parts.entries()) {
+    const text = await signedText(part, key, jku, livePart(i), engine.sign);
+    bytes += Buffer.byteLength(text, 'utf8');
+    desired.push(
+      catalogConfigMap(input, partName(i), {
+        [CATALOG_FILES.partCatalog(i)]: text,
+        [CATALOG_FILES.partPage(i)]: part.page,
+      }),
+    );
+  }
+  const writes: ConfigMapObject[] = [];
+  for (const cm of desired) {
+    if (!configMapUpToDate(input.liveConfigMap(cm.metadata.name), cm)) writes.push(cm);
+  }
+  // A partition no longer needed is emptied, not deleted: the catalog server then answers
+  // 404 for it, and the operator needs no delete permission (the garbage collector removes
+  // it with the catalog).
+  const wanted = new Set(desired.map((d) => d.metadata.name));
+  for (const name of input.liveNames) {
+    if (wanted.has(name)) continue;
+    const emptied = catalogConfigMap(input, name, {});
+    if (!configMapUpToDate(input.liveConfigMap(name), emptied)) writes.push(emptied);
+  }
+  const digest = digestOf(rootText);
+  const left = skipped.length
+    ? `; ${skipped.length} selected AgentCard(s) left out${unverified.length ? ` (${unverified.length} not verified by spec.trust)` : ''}, first: ${skipped[0]}`
+    : '';
   return {
     generation,
+    served,
     spec,
-    configMaps,
+    conditions: [accepted, signed],
+    artifacts: {
+      writes,
+      published: {
+        entries: result.entries,
+        nested: result.nested,
+        digest,
+        bytes,
+        partitions: result.parts.length,
+        configMap: rootName,
+        namespace: input.publishNamespace,
+        ...(skipped.length ? { skipped: skipped.slice(0, MAX_SKIPPED) } : {}),
+        ...(spec.trust ? { unverified: unverified.length } : {}),
+        ...(key ? { signatures: [signatureStatus(key)] } : {}),
+      },
+      message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}`,
+    },
+  };
+}
+
+/** Ready of a catalog: Accepted, Signed (or signing not configured) and Published, for this generation. */
+export const CATALOG_READINESS: ReadinessPolicy = {
+  prerequisites: ['Accepted', 'Signed', 'Published'],
+  exempt: (c) => c.type === 'Signed' && c.status === 'False' && c.reason === 'SigningNotConfigured',
+  readyMessage: (byType) =>
+    `accepted, ${byType.get('Signed')?.status === 'True' ? 'signed' : 'unsigned (no spec.signing)'}, published`,
+};
+
+/** The Published condition for a publish result (the artifacts were decided). */
+export function catalogPublishedCondition(
+  artifacts: CatalogArtifacts,
+  result: Exclude<PublishResult, { result: 'Outage' }>,
+  publishNamespace: string,
+  served: string,
+): DistributiveOmit<CatalogCondition, 'observedGeneration'> {
+  switch (result.result) {
+    case 'PublishRejected':
+      return {
+        type: 'Published',
+        status: 'False',
+        reason: 'PublishRejected',
+        message: `the API server refused the catalog ConfigMaps in ${publishNamespace}: ${result.message}; not retried until the catalog or its cards change; ${served}`,
+      };
+    case 'PublishFailed':
+      return {
+        type: 'Published',
+        status: 'False',
+        reason: 'PublishFailed',
+        message: `writing the catalog ConfigMaps in ${publishNamespace} failed: ${result.message}; retrying with backoff; ${served}`,
+      };
+    case 'Published':
+      return { type: 'Published', status: 'True', reason: 'Published', message: artifacts.message };
+  }
+}
+
+/**
+ * The plan for a decision and a publish result, without any I/O and without building or
+ * signing again. An outage writes nothing: the status stays as it is.
+ */
+export function catalogPlan(
+  decision: CatalogDecision,
+  input: Pick<CatalogPlanInput, 'catalog' | 'publishNamespace' | 'now'>,
+  result: PublishResult,
+): CatalogPlan {
+  const { generation } = decision;
+  const previous = ownedCatalogStatus(input.catalog.status);
+  if (result.result === 'Outage') {
+    return {
+      generation,
+      spec: decision.spec,
+      configMaps: [],
+      status: previous,
+      statusChanged: false,
+      ready: getCondition(previous.conditions, 'Ready')?.status ?? 'Unknown',
+    };
+  }
+  const next = [...decision.conditions];
+  const artifacts = decision.artifacts;
+  if (artifacts) {
+    next.push({
+      observedGeneration: generation,
+      ...catalogPublishedCondition(artifacts, result, input.publishNamespace, decision.served),
+    });
+  }
+  next.push(deriveReady(CATALOG_READINESS, next, generation));
+  const conditions = setConditions(previous.conditions ?? [], next, input.now, CATALOG_CONDITION_TYPES);
+  // The published fields describe what is served: they move only when this publish succeeded.
+  const fields = artifacts && result.result === 'Published' ? artifacts.published : previous;
+  const desiredStatus: CatalogControllerStatus = { ...fields, observedGeneration: generation, conditions };
+  return {
+    generation,
+    spec: decision.spec,
+    configMaps: result.result === 'Published' ? (artifacts?.writes ?? []) : [],
     status: desiredStatus,
     statusChanged:
-      statusJson(ownedCatalogStatus(catalog.status)) !== statusJson(ownedCatalogStatus(desiredStatus)),
+      statusJson(ownedCatalogStatus(input.catalog.status)) !== statusJson(ownedCatalogStatus(desiredStatus)),
     ready: getCondition(conditions, 'Ready')!.status,
   };
+}
+
+/** The plan for `input` had its publish ended with `result` (default: published); for tests. */
+export async function planCatalog(
+  input: CatalogPlanInput,
+  result: PublishResult = PUBLISHED,
+  engine: CatalogEngine = ENGINE,
+): Promise<CatalogPlan> {
+  return catalogPlan(await decideCatalog(input, engine), input, result);
+}
+
+/**
+ * One catalog reconcile's plan: decide once, publish the decided ConfigMaps (if any bytes
+ * change), and derive the status for how that ended. `publish` is the only I/O.
+ */
+export async function reconcileCatalogPlan(
+  input: CatalogPlanInput,
+  publish: (configMaps: readonly ConfigMapObject[]) => Promise<PublishResult>,
+  engine: CatalogEngine = ENGINE,
+): Promise<{ decision: CatalogDecision; result: PublishResult; plan: CatalogPlan }> {
+  const decision = await decideCatalog(input, engine);
+  const writes = decision.artifacts?.writes ?? [];
+  const result = writes.length > 0 ? await publish(writes) : PUBLISHED;
+  return { decision, result, plan: catalogPlan(decision, input, result) };
 }

@@ -5,7 +5,14 @@ import { generateSigningJwk } from '../../../operator/card/keygen.ts';
 import { verifyCatalog } from '../../../operator/catalog/signature.ts';
 import type { CardView } from '../../../operator/catalog/entries.ts';
 import type { ConfigMapObject } from '../../../operator/controller/configmap.ts';
-import { planCatalog, type CatalogPlanInput } from '../../../operator/controller/catalogs/plan.ts';
+import { buildCatalog } from '../../../operator/catalog/build.ts';
+import { signCatalog } from '../../../operator/catalog/signature.ts';
+import {
+  planCatalog,
+  reconcileCatalogPlan,
+  type CatalogEngine,
+  type CatalogPlanInput,
+} from '../../../operator/controller/catalogs/plan.ts';
 import { minimalCard } from '../../support/cards.ts';
 
 const view = (namespace: string, name: string, extra: Partial<CardView> = {}): CardView => ({
@@ -192,5 +199,75 @@ describe('planning a catalog', () => {
     expect(plan.status.conditions?.find((c) => c.type === 'Published')?.message).toMatch(
       /1 selected AgentCard\(s\) left out, first: a\/slow/,
     );
+  });
+});
+
+describe('reconcileCatalogPlan: decide once, derive the status for the publish result', () => {
+  /** The real catalog engine, counting its calls. */
+  function countingEngine() {
+    const calls = { build: 0, sign: 0 };
+    const engine: CatalogEngine = {
+      build: (args) => {
+        calls.build++;
+        return buildCatalog(args);
+      },
+      sign: (...args) => {
+        calls.sign++;
+        return signCatalog(...args);
+      },
+    };
+    return { calls, engine };
+  }
+  const signedCatalog = {
+    metadata: { name: 'all', uid: 'uid-1', generation: 1 },
+    spec: { publisher: 'example.com', signing: { keys: [{ secretRef: { name: 'key', key: 'jwk' } }] } },
+  };
+
+  it('a failed publish builds and signs once, and reports PublishFailed with nothing claimed', async () => {
+    const secrets = await secretWith('cat-1');
+    const { calls, engine } = countingEngine();
+    const attempted: string[][] = [];
+    const { plan } = await reconcileCatalogPlan(
+      input({ catalog: signedCatalog, secrets }),
+      async (cms) => {
+        attempted.push(cms.map((cm) => cm.metadata.name));
+        return { result: 'PublishFailed', message: 'HTTP 500: etcd is down', error: new Error('down') };
+      },
+      engine,
+    );
+    expect(attempted).toEqual([['all-cluster-ai-catalog']]);
+    expect(calls).toEqual({ build: 1, sign: 1 });
+    const published = plan.status.conditions!.find((c) => c.type === 'Published')!;
+    expect(published).toMatchObject({ status: 'False', reason: 'PublishFailed' });
+    expect(published.message).toBe(
+      'writing the catalog ConfigMaps in ops failed: HTTP 500: etcd is down; retrying with backoff; nothing is published yet',
+    );
+    expect(plan.status.digest).toBeUndefined();
+    expect(plan.configMaps).toEqual([]);
+    expect(plan.ready).toBe('False');
+  });
+
+  it('a 422 builds and signs once; an outage leaves the status as it is', async () => {
+    const secrets = await secretWith('cat-1');
+    const rejected = countingEngine();
+    const r = await reconcileCatalogPlan(
+      input({ catalog: signedCatalog, secrets }),
+      async () => ({ result: 'PublishRejected', message: 'HTTP 422: denied' }),
+      rejected.engine,
+    );
+    expect(rejected.calls).toEqual({ build: 1, sign: 1 });
+    expect(r.plan.status.conditions!.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'PublishRejected',
+    });
+    const outage = countingEngine();
+    const o = await reconcileCatalogPlan(
+      input({ catalog: { ...signedCatalog, status: r.plan.status }, secrets }),
+      async () => ({ result: 'Outage', error: new Error('connection refused') }),
+      outage.engine,
+    );
+    expect(outage.calls).toEqual({ build: 1, sign: 1 });
+    expect(o.plan.statusChanged).toBe(false);
+    expect(o.plan.configMaps).toEqual([]);
   });
 });

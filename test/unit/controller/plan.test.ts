@@ -3,9 +3,13 @@ import { configMapDataBytes, MAX_CONFIGMAP_DATA_BYTES } from '../../../operator/
 import { describe, expect, it } from 'vitest';
 import { generateSigningJwk } from '../../../operator/card/keygen.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
+import { signVariants } from '../../../operator/controller/audiences/sign.ts';
+import { validateSpec } from '../../../operator/card/validate.ts';
 import {
   planReconcile,
+  reconcilePlan,
   type AgentCardObject,
+  type CardEngine,
   type PlanInput,
   type SecretView,
 } from '../../../operator/controller/plan.ts';
@@ -246,9 +250,11 @@ describe('planReconcile', () => {
     const key = await secretWith('k1');
     const good = await planReconcile(input(resource(signed()), { key }));
     const spec2 = { ...signed(), card: sampleCard('2.0.0') };
-    const plan = await planReconcile(
-      input(resource(spec2, 2, good.status), { key }, { publishError: 'HTTP 500: etcd is down', now: later }),
-    );
+    const plan = await planReconcile(input(resource(spec2, 2, good.status), { key }, { now: later }), {
+      result: 'PublishFailed',
+      message: 'HTTP 500: etcd is down',
+      error: new Error('etcd is down'),
+    });
     expect(plan.configMap).toBeUndefined();
     expect(cond(plan, 'Published')).toMatchObject({ status: 'False', reason: 'PublishFailed' });
     expect(String(cond(plan, 'Published')!.message)).toContain('HTTP 500: etcd is down');
@@ -258,9 +264,10 @@ describe('planReconcile', () => {
 
   it('a write the API server refuses (422): PublishRejected, and the message says what is served', async () => {
     const key = await secretWith('k1');
-    const first = await planReconcile(
-      input(resource(signed()), { key }, { publishError: 'HTTP 422: too long', publishRejected: true }),
-    );
+    const first = await planReconcile(input(resource(signed()), { key }), {
+      result: 'PublishRejected',
+      message: 'HTTP 422: too long',
+    });
     expect(cond(first, 'Published')).toMatchObject({ status: 'False', reason: 'PublishRejected' });
     expect(String(cond(first, 'Published')!.message)).toMatch(
       /refused ConfigMap weather-agent-card: HTTP 422: too long; not retried until the AgentCard changes; nothing is published yet$/,
@@ -268,11 +275,12 @@ describe('planReconcile', () => {
     const good = await planReconcile(input(resource(signed()), { key }));
     const live = { metadata: good.configMap!.metadata, data: good.configMap!.data };
     const later2 = await planReconcile(
-      input(
-        resource(signed(), 2, good.status),
-        { key },
-        { publishError: 'HTTP 500: x', liveConfigMap: live },
-      ),
+      input(resource(signed(), 2, good.status), { key }, { liveConfigMap: live }),
+      {
+        result: 'PublishFailed',
+        message: 'HTTP 500: x',
+        error: new Error('x'),
+      },
     );
     expect(String(cond(later2, 'Published')!.message)).toMatch(
       /retrying with backoff; the last good card stays published$/,
@@ -354,5 +362,90 @@ describe('planReconcile: status.serving', () => {
     expect(healed.events).toEqual([]);
     expect(healed.status.serving).toEqual(fixed);
     expect(String(cond(healed, 'Published')!.message)).not.toContain('sidecar');
+  });
+});
+
+describe('reconcilePlan: decide once, derive the status for the publish result', () => {
+  /** The real card engine, counting its calls. */
+  function countingEngine() {
+    const calls = { validate: 0, sign: 0 };
+    const engine: CardEngine = {
+      validate: (spec) => {
+        calls.validate++;
+        return validateSpec(spec);
+      },
+      sign: (...args) => {
+        calls.sign++;
+        return signVariants(...args);
+      },
+    };
+    return { calls, engine };
+  }
+
+  it('a failed publish validates and signs once, and reports PublishFailed', async () => {
+    const key = await secretWith('k1');
+    const { calls, engine } = countingEngine();
+    const attempted: string[] = [];
+    const { result, plan } = await reconcilePlan(
+      input(resource(signed()), { key }),
+      async (cm) => {
+        attempted.push(cm.metadata.name);
+        return { result: 'PublishFailed', message: 'HTTP 500: etcd is down', error: new Error('down') };
+      },
+      engine,
+    );
+    expect(attempted).toEqual(['weather-agent-card']);
+    expect(calls).toEqual({ validate: 1, sign: 1 });
+    expect(result.result).toBe('PublishFailed');
+    expect(cond(plan, 'Published')).toMatchObject({ status: 'False', reason: 'PublishFailed' });
+    expect(plan.configMap).toBeUndefined();
+    expect(plan.status.card).toBeUndefined(); // nothing was ever served
+    expect(plan.ready).toBe('False');
+  });
+
+  it('a 422 validates and signs once; an outage leaves the status as it is', async () => {
+    const key = await secretWith('k1');
+    const good = await planReconcile(input(resource(signed()), { key }));
+    const spec2 = { ...signed(), card: sampleCard('2.0.0') };
+    const rejected = countingEngine();
+    const r = await reconcilePlan(
+      input(resource(spec2, 2, good.status), { key }),
+      async () => ({ result: 'PublishRejected', message: 'HTTP 422: denied' }),
+      rejected.engine,
+    );
+    expect(rejected.calls).toEqual({ validate: 1, sign: 1 });
+    expect(cond(r.plan, 'Published')).toMatchObject({ reason: 'PublishRejected', observedGeneration: 2 });
+    expect(r.plan.status.card).toEqual(good.status.card); // the last good card is what is served
+
+    const outage = countingEngine();
+    const o = await reconcilePlan(
+      input(resource(spec2, 2, good.status), { key }),
+      async () => ({ result: 'Outage', error: new Error('connection refused') }),
+      outage.engine,
+    );
+    expect(outage.calls).toEqual({ validate: 1, sign: 1 });
+    expect(o.plan.statusChanged).toBe(false);
+    expect(o.plan.events).toEqual([]);
+    expect(o.plan.configMap).toBeUndefined();
+  });
+
+  it('nothing to write: no publish, Published=True', async () => {
+    const key = await secretWith('k1');
+    const first = await planReconcile(input(resource(signed()), { key }));
+    const live = { metadata: first.configMap!.metadata, data: first.configMap!.data };
+    const { calls, engine } = countingEngine();
+    let published = 0;
+    const { plan } = await reconcilePlan(
+      input(resource(signed(), 1, first.status), { key }, { liveConfigMap: live, now: later }),
+      async () => {
+        published++;
+        return { result: 'Published' };
+      },
+      engine,
+    );
+    expect(published).toBe(0);
+    expect(calls).toEqual({ validate: 1, sign: 1 });
+    expect(plan.statusChanged).toBe(false);
+    expect(cond(plan, 'Published')).toMatchObject({ status: 'True' });
   });
 });

@@ -1,0 +1,143 @@
+/**
+ * Every condition reason the controllers write, by condition type: the one source of truth for
+ * the code (the types below), the CRD descriptions and the API reference (operator/card/resource.ts
+ * and operator/catalog/resource.ts list them from here).
+ *
+ * The CRDs do not put these in an `enum`, on purpose. The API server validates the whole object
+ * on every status write, so an enum on `status.conditions[].reason` would:
+ * - reject every status write of an operator whose CRD is older than its code (a reason added in
+ *   the new version; the CRD is not upgraded, e.g. `crds.enabled=false` or `helm upgrade` of a
+ *   chart installed with CRDs from `crds/`), and every status write of an older operator run
+ *   against a newer CRD after a rollback if a reason was ever dropped;
+ * - reject a condition of another type that another tool adds to the same list (conditions is a
+ *   map list keyed by type; a GitOps health check or a user may add one), and with it the
+ *   operator's own status writes, since the object as a whole no longer validates.
+ * A status write that fails forever is worse than an unknown reason. metav1.Condition keeps
+ * `reason` free-form (a CamelCase pattern only), and cert-manager's Certificate conditions do the
+ * same; so do we: the pattern stays, the known values are listed in the description.
+ */
+import { PROBE_REASONS } from '../probe/types.ts';
+
+export const ACCEPTED_REASONS = ['Valid', 'InvalidSpec', 'InvalidName'] as const;
+/** An adopted AgentCard (spec.source) is not accepted while its source has given no card. */
+export const CARD_ACCEPTED_REASONS = [...ACCEPTED_REASONS, 'SourceUnavailable'] as const;
+export const SIGNED_REASONS = [
+  'Signed',
+  'SigningNotConfigured',
+  'SigningKeyNotFound',
+  'SigningKeyInvalid',
+  'SigningCertificateInvalid',
+  'SpecNotAccepted',
+] as const;
+/** Published, for both kinds: the too-large reason names what does not fit. */
+const PUBLISH_OUTCOME_REASONS = ['Published', 'NotPublished', 'PublishFailed', 'PublishRejected'] as const;
+export const CARD_PUBLISHED_REASONS = [...PUBLISH_OUTCOME_REASONS, 'CardTooLarge'] as const;
+/** TrustPolicyUnavailable: spec.trust cannot be used, so no card can be verified. */
+export const CATALOG_PUBLISHED_REASONS = [
+  ...PUBLISH_OUTCOME_REASONS,
+  'CatalogTooLarge',
+  'TrustPolicyUnavailable',
+] as const;
+/**
+ * InterfacesReachable (AgentCard only): all probed interfaces reachable, none to probe, probes
+ * off or not run yet, or the verdict of the first unreachable interface (operator/probe/types.ts).
+ */
+export const INTERFACES_REASONS = [
+  'AllReachable',
+  'NothingToProbe',
+  'ProbesDisabled',
+  'ProbesPending',
+  ...PROBE_REASONS.filter((r) => r !== 'Reachable'),
+] as const;
+/** CertificatesValid (AgentCard only, when a signing key is a certificate). */
+export const CERTIFICATES_VALID_REASONS = ['Valid', 'CertificateExpiring'] as const;
+/**
+ * SourceAvailable (adopted AgentCards only): adopted, not fetched yet, the spec not accepted,
+ * fetching off, or why the fetch failed. The fetch failures are SOURCE_REASONS of
+ * operator/source/fetch.ts, listed here because that module depends on the schema that depends
+ * on this one (a unit test keeps the two lists equal).
+ */
+export const SOURCE_AVAILABLE_REASONS = [
+  'Adopted',
+  'Fetching',
+  'SpecNotAccepted',
+  'SourceFetchDisabled',
+  'SourceBlocked',
+  'SourceTimeout',
+  'SourceRedirected',
+  'SourceTooLarge',
+  'SourceNotFound',
+  'SourceHTTPError',
+  'SourceDNSFailed',
+  'SourceUnreachable',
+  'SourceTLSError',
+  'SourceNotJSON',
+  'SourceCardInvalid',
+  'SourceSignatureInvalid',
+  'SourceServicePortNotFound',
+] as const;
+/** Ready's own reasons; otherwise Ready copies the reason of the condition that blocks it. */
+export const READY_REASONS = ['Ready', 'Reconciling'] as const;
+
+export type AcceptedReason = (typeof ACCEPTED_REASONS)[number];
+export type CardAcceptedReason = (typeof CARD_ACCEPTED_REASONS)[number];
+export type CertificatesValidReason = (typeof CERTIFICATES_VALID_REASONS)[number];
+export type SourceAvailableReason = (typeof SOURCE_AVAILABLE_REASONS)[number];
+export type SignedReason = (typeof SIGNED_REASONS)[number];
+export type CardPublishedReason = (typeof CARD_PUBLISHED_REASONS)[number];
+export type CatalogPublishedReason = (typeof CATALOG_PUBLISHED_REASONS)[number];
+export type InterfacesReason =
+  | 'AllReachable'
+  | 'NothingToProbe'
+  | 'ProbesDisabled'
+  | 'ProbesPending'
+  | Exclude<(typeof PROBE_REASONS)[number], 'Reachable'>;
+
+/** The reasons of each AgentCard condition type. */
+export interface CardReasons {
+  Accepted: CardAcceptedReason;
+  Signed: SignedReason;
+  Published: CardPublishedReason;
+  InterfacesReachable: InterfacesReason;
+  CertificatesValid: CertificatesValidReason;
+  SourceAvailable: SourceAvailableReason;
+  /** Ready waits for Accepted, Signed, Published and InterfacesReachable only (conditions.ts). */
+  Ready:
+    | (typeof READY_REASONS)[number]
+    | CardAcceptedReason
+    | SignedReason
+    | CardPublishedReason
+    | InterfacesReason;
+}
+
+/** The reasons of each AgentCatalog and ClusterAgentCatalog condition type. */
+export interface CatalogReasons {
+  Accepted: AcceptedReason;
+  Signed: SignedReason;
+  Published: CatalogPublishedReason;
+  Ready: (typeof READY_REASONS)[number] | AcceptedReason | SignedReason | CatalogPublishedReason;
+}
+
+/** One line for a CRD description: "Accepted: Valid, InvalidSpec; Signed: ...". */
+export function reasonsDescription(byType: Record<string, readonly string[]>): string {
+  return Object.entries(byType)
+    .map(([type, reasons]) => `${type}: ${reasons.join(', ')}`)
+    .join('; ');
+}
+
+export const CARD_REASONS_BY_TYPE = {
+  Accepted: CARD_ACCEPTED_REASONS,
+  Signed: SIGNED_REASONS,
+  Published: CARD_PUBLISHED_REASONS,
+  InterfacesReachable: INTERFACES_REASONS,
+  CertificatesValid: CERTIFICATES_VALID_REASONS,
+  SourceAvailable: SOURCE_AVAILABLE_REASONS,
+  Ready: READY_REASONS,
+} as const;
+
+export const CATALOG_REASONS_BY_TYPE = {
+  Accepted: ACCEPTED_REASONS,
+  Signed: SIGNED_REASONS,
+  Published: CATALOG_PUBLISHED_REASONS,
+  Ready: READY_REASONS,
+} as const;
