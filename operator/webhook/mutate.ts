@@ -17,6 +17,7 @@ import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { CONFIGMAP_SUFFIX, configMapName, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../api/names.ts';
 import { SIDECAR_UID, sidecarEnv } from '../sidecar/runtime.ts';
 import { injectedNginxFiles, nginxContainer, nginxVolumes } from './nginx-container.ts';
+import { sidecarProbes } from './probes.ts';
 
 export const CARD_VOLUME = 'agentcard-card';
 export const CARD_DIR = '/etc/agentcard';
@@ -213,13 +214,7 @@ export function sidecarContainer(cfg: InjectionConfig, native: boolean): V1Conta
       requests: { cpu: '10m', memory: '64Mi' },
       limits: { memory: '128Mi' },
     },
-    // Liveness only: a native sidecar's readiness would hold the whole Pod unready until its
-    // card is published, and the agent must not wait for its card.
-    livenessProbe: {
-      httpGet: { path: '/healthz', port: SIDECAR_METRICS_PORT },
-      periodSeconds: 20,
-      failureThreshold: 3,
-    },
+    ...sidecarProbes(SIDECAR_METRICS_PORT),
     // The `restricted` Pod Security Standard, field by field.
     securityContext: {
       runAsNonRoot: true,

@@ -10,6 +10,7 @@
 import type { V1Container, V1Volume } from '@kubernetes/client-node';
 import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../api/names.ts';
 import { SIDECAR_DEFAULTS } from '../sidecar/server.ts';
+import { sidecarProbes } from './probes.ts';
 import {
   NGINX_CONF_DIR,
   NGINX_CONF_FILE,
@@ -68,7 +69,7 @@ export function nginxContainer(base: {
       requests: { cpu: '5m', memory: '16Mi' },
       limits: { memory: '64Mi' },
     },
-    livenessProbe: { httpGet: { path: '/healthz', port: base.port }, periodSeconds: 20, failureThreshold: 3 },
+    ...sidecarProbes(base.port),
     // The `restricted` Pod Security Standard, field by field; nginx writes only to its emptyDir.
     securityContext: {
       runAsNonRoot: true,

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { execInNode, kubectl } from '../node/control.ts';
+import { waitForService } from '../node/services.ts';
 import {
+  digestReference,
   dockerfileRuntime,
   NGINX_REPOSITORY,
   NONROOT_UID,
@@ -56,6 +58,32 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await k('delete', 'namespace', ns, '--wait=false').catch(() => undefined);
+});
+
+describe('the images on the node', () => {
+  it('are held under their tag and under their manifest digest, as a pull by either records them', async () => {
+    // What `ctr images ls` shows is what containerd's CRI resolves a Pod's image name against.
+    const out = await execInNode(state, join(state.nodeBinDir, 'ctr'), [
+      '--address=/run/containerd/containerd.sock',
+      '--namespace=k8s.io',
+      'images',
+      'ls',
+    ]);
+    const held = new Map(
+      out
+        .split('\n')
+        .slice(1)
+        .filter((line) => line.trim())
+        .map((line) => {
+          const [ref, , digest] = line.trim().split(/\s+/);
+          return [ref!, digest!];
+        }),
+    );
+    for (const image of images) {
+      expect(held.get(image.name), image.name).toBe(image.digest);
+      expect(held.get(digestReference(image)), digestReference(image)).toBe(image.digest);
+    }
+  });
 });
 
 describe('the operator image', () => {
@@ -118,9 +146,8 @@ describe('the operator image', () => {
     expect(deployment.spec.template!.spec.containers[0]!.image).toBe(operator.name);
     await apply(docs);
     await k('-n', ns, 'rollout', 'status', 'deployment/demo-agent', '--timeout=180s');
-    const clusterIP = (
-      await k('-n', ns, 'get', 'service', 'demo-agent', '-o', 'jsonpath={.spec.clusterIP}')
-    ).trim();
+    // Ready Pods are not yet a Service that routes to them (test/node/services.ts).
+    const clusterIP = await waitForService(state, ns, 'demo-agent', 8080);
     const status = await execInNode(state, 'curl', [
       '-sS',
       '-m',
@@ -188,8 +215,10 @@ http {
             },
             {
               name: 'njs',
-              // As the sidecar's nginx mode runs it: `nginx -c <conf>`, njs loaded from the image.
-              image: nginx.name,
+              // As the sidecar's nginx mode runs it: `nginx -c <conf>`, njs loaded from the image,
+              // named by digest as the chart pins it (`sidecar.nginx.image`): the imported image
+              // must be found under its manifest's digest, never pulled.
+              image: digestReference(nginx),
               imagePullPolicy: 'Never',
               command: ['nginx'],
               args: ['-c', '/etc/custom/nginx.conf', '-e', 'stderr', '-g', 'daemon off;'],

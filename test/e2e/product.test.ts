@@ -19,6 +19,7 @@ import { publicPart, verifyCard, type JWKS } from '../../operator/card/verify.ts
 import type { JWK } from '../../operator/card/sign.ts';
 import { toolPath } from '../controlplane/tools.ts';
 import { execInNode, kubectl, nodeKubeconfig } from '../node/control.ts';
+import { waitForService } from '../node/services.ts';
 import { CONDITION_KINDS, readPromises, type ExamplePromise } from '../support/example-promises.ts';
 import { repoRoot } from '../support/paths.ts';
 import { productImages, type ProductImages } from '../support/product-images.ts';
@@ -171,8 +172,9 @@ async function podOf(label: string, namespace: string): Promise<{ name: string; 
   return { name: pods[0]!.metadata.name, ip: pods[0]!.status.podIP! };
 }
 
-async function clusterIP(name: string, namespace: string): Promise<string> {
-  return (await k('-n', namespace, 'get', 'service', name, '-o', 'jsonpath={.spec.clusterIP}')).trim();
+/** The Service's cluster IP, once it routes to a ready endpoint on `port` (test/node/services.ts). */
+async function clusterIP(name: string, namespace: string, port: number): Promise<string> {
+  return waitForService(state, namespace, name, port);
 }
 
 async function leaseHolder(): Promise<string> {
@@ -304,10 +306,18 @@ describe('the product on a real node', () => {
     ) as {
       items: {
         spec: {
-          initContainers?: { name: string; image: string; restartPolicy?: string }[];
+          initContainers?: {
+            name: string;
+            image: string;
+            restartPolicy?: string;
+            startupProbe?: { httpGet?: { path: string; port: number; scheme?: string } };
+          }[];
           containers: { name: string }[];
         };
-        status: { containerStatuses?: { ready: boolean }[]; initContainerStatuses?: { ready: boolean }[] };
+        status: {
+          containerStatuses?: { ready: boolean }[];
+          initContainerStatuses?: { name: string; ready: boolean; started?: boolean }[];
+        };
       }[];
     };
     expect(pod.items).toHaveLength(1);
@@ -315,6 +325,9 @@ describe('the product on a real node', () => {
     const sidecar = p!.spec.initContainers?.find((c) => c.name === 'agentcard-sidecar');
     expect(sidecar?.restartPolicy).toBe('Always');
     expect(sidecar?.image).toBe(images.nginx);
+    // Its startup probe passed (the kubelet started the agent after it): nginx answers /healthz.
+    expect(sidecar?.startupProbe?.httpGet).toEqual({ path: '/healthz', port: CARD_PORT, scheme: 'HTTP' });
+    expect(p!.status.initContainerStatuses?.find((c) => c.name === 'agentcard-sidecar')?.started).toBe(true);
     expect(
       [...(p!.status.initContainerStatuses ?? []), ...(p!.status.containerStatuses ?? [])].map(
         (s) => s.ready,
@@ -330,7 +343,7 @@ describe('the product on a real node', () => {
 
   it('serves the signed card at the Pod IP and through the Service; the audience by Host', async () => {
     const pod = await podOf('app.kubernetes.io/name=demo-agent', ns);
-    const svc = await clusterIP('demo-agent', ns);
+    const svc = await clusterIP('demo-agent', ns, CARD_PORT);
     const served = await waitFor('the card at the Pod IP', 120_000, () =>
       curl(`http://${pod.ip}:${CARD_PORT}/.well-known/agent-card.json`),
     );
@@ -363,7 +376,7 @@ describe('the product on a real node', () => {
   });
 
   it('a spec change reaches the served bytes through the kubelet ConfigMap update', async () => {
-    const svc = await clusterIP('demo-agent', ns);
+    const svc = await clusterIP('demo-agent', ns, CARD_PORT);
     const url = `http://${svc}:${CARD_PORT}/.well-known/agent-card.json`;
     const description = `Changed at ${new Date().toISOString()}.`;
     const started = Date.now();
@@ -382,7 +395,7 @@ describe('the product on a real node', () => {
       isTrue(await conditions('clusteragentcatalog', CATALOG), 'Ready'),
     );
     await k('-n', opNs, 'rollout', 'status', `deployment/${FULLNAME}-catalog`, '--timeout=180s');
-    const svc = await clusterIP(`${FULLNAME}-catalog`, opNs);
+    const svc = await clusterIP(`${FULLNAME}-catalog`, opNs, 80);
     const catalog = JSON.parse(await curl(`http://${svc}/.well-known/ai-catalog.json`)) as {
       entries: { identifier: string; url?: string }[];
       signature?: string;
@@ -448,7 +461,7 @@ describe('the product on a real node', () => {
     const leader = await leaseHolder();
     const leaderPod = leader.slice(0, leader.lastIndexOf('_'));
     expect(leaderPod).toMatch(new RegExp(`^${FULLNAME}-`));
-    const svc = await clusterIP('demo-agent', ns);
+    const svc = await clusterIP('demo-agent', ns, CARD_PORT);
     const url = `http://${svc}:${CARD_PORT}/.well-known/agent-card.json`;
     const before = await curl(url);
 
@@ -570,6 +583,29 @@ describe('the product on a real node', () => {
       'jsonpath={.spec.initContainers[?(@.name=="agentcard-sidecar")].image}',
     );
     expect(image.trim()).toBe(images.operator);
+    // The Node server's startup probe, on its monitoring port, passed.
+    const sidecar = JSON.parse(
+      await k(
+        '-n',
+        ns,
+        'get',
+        'pod',
+        pod.name,
+        '-o',
+        'jsonpath={.spec.initContainers[?(@.name=="agentcard-sidecar")].startupProbe.httpGet}',
+      ),
+    ) as unknown;
+    expect(sidecar).toEqual({ path: '/healthz', port: 8096, scheme: 'HTTP' });
+    const started = await k(
+      '-n',
+      ns,
+      'get',
+      'pod',
+      pod.name,
+      '-o',
+      'jsonpath={.status.initContainerStatuses[?(@.name=="agentcard-sidecar")].started}',
+    );
+    expect(started.trim()).toBe('true');
     const card = JSON.parse(await curl(`http://${pod.ip}:${CARD_PORT}/.well-known/agent-card.json`)) as Card;
     expect((await verifyCard(card, { keys: [publicKey] })).verified).toBe(true);
     const pub = JSON.parse(

@@ -30,6 +30,13 @@ export interface ImageSpec {
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
+/** The repository of a tagged reference (`host[:port]/path:tag` without `:tag`). */
+export function repositoryOf(name: string): string {
+  const colon = name.lastIndexOf(':');
+  if (colon <= name.lastIndexOf('/')) throw new Error(`image name ${name} has no tag`);
+  return name.slice(0, colon);
+}
+
 /** Writes the image as an OCI layout archive at `file` and returns its manifest's digest. */
 export function writeImageArchive(spec: ImageSpec, file: string): string {
   const work = mkdtempSync(join(tmpdir(), 'agentcard-image-'));
@@ -72,17 +79,26 @@ export function writeImageArchive(spec: ImageSpec, file: string): string {
     for (const blob of [layer, config, manifest]) writeFileSync(join(blobs, sha256(blob)), blob);
     writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
     const tag = spec.name.slice(spec.name.lastIndexOf(':') + 1);
+    const digest = `sha256:${sha256(manifest)}`;
+    const byDigest = `${repositoryOf(spec.name)}@${digest}`;
+    const entry = (annotations: Record<string, string>) => ({
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      digest,
+      size: manifest.length,
+      annotations,
+    });
+    // The image under its tag and under its digest reference, as `ctr export` writes an image
+    // pulled by tag and one pulled by digest: `ctr images import` names an image only after these
+    // annotations, and containerd's CRI finds a local image only under a name it holds (a Pod
+    // naming `repo@sha256:<manifest>` that only `repo:tag` names makes the kubelet pull it). The
+    // importer's own `--digests` names the digest of this index.json, which no Pod can know.
     writeFileSync(
       join(layout, 'index.json'),
       JSON.stringify({
         schemaVersion: 2,
         manifests: [
-          {
-            mediaType: 'application/vnd.oci.image.manifest.v1+json',
-            digest: `sha256:${sha256(manifest)}`,
-            size: manifest.length,
-            annotations: { 'io.containerd.image.name': spec.name, 'org.opencontainers.image.ref.name': tag },
-          },
+          entry({ 'io.containerd.image.name': spec.name, 'org.opencontainers.image.ref.name': tag }),
+          entry({ 'io.containerd.image.name': byDigest, 'org.opencontainers.image.ref.name': byDigest }),
         ],
       }),
     );

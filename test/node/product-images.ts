@@ -36,7 +36,7 @@ import { buildImageLayout, parseDockerfile } from '../integration/prod-build-ima
 import { ensurePackages } from '../support/system-packages.ts';
 import { execInNode, type NodeClusterState } from './control.ts';
 import { copyPackages, libraryPackages, mergedUsrLinks, packageVersions } from './debian-rootfs.ts';
-import { write, writeImageArchive, type ImageConfig, type ImageSpec } from './images.ts';
+import { repositoryOf, write, writeImageArchive, type ImageConfig, type ImageSpec } from './images.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -480,13 +480,13 @@ export async function buildProductImages(log: (line: string) => void = () => {})
 
 /** An image's reference by digest (`repo@sha256:...`), as the chart's pinned images are named. */
 export function digestReference(image: BuiltImage): string {
-  return `${image.name.slice(0, image.name.lastIndexOf(':'))}@${image.digest}`;
+  return `${repositoryOf(image.name)}@${image.digest}`;
 }
 
 /**
  * Imports `images` into the node's containerd (namespace k8s.io, where the kubelet finds them)
- * under their tag and their digest reference (`--digests`), but those it already holds (a
- * reused node cluster).
+ * under their tag and their digest reference (both named in the archive: images.ts), but those it
+ * already holds under both (a reused node cluster).
  */
 export async function importImages(state: NodeClusterState, images: BuiltImage[]): Promise<void> {
   const ctr = (...args: string[]) =>
@@ -504,7 +504,7 @@ export async function importImages(state: NodeClusterState, images: BuiltImage[]
   );
   for (const image of images) {
     const held = [image.name, digestReference(image)].every((ref) => present.has(`${ref} ${image.digest}`));
-    if (!held) await ctr('images', 'import', '--digests', image.archive);
+    if (!held) await ctr('images', 'import', image.archive);
   }
 }
 

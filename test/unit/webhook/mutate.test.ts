@@ -279,3 +279,28 @@ describe('decide, nginx server', () => {
     });
   });
 });
+
+describe('decide, the sidecar probes', () => {
+  const servers = [
+    { server: 'node' as const, port: 8096 },
+    {
+      server: 'nginx' as const,
+      port: 8095,
+      nginxImage: 'nginxinc/nginx-unprivileged@sha256:' + 'f'.repeat(64),
+    },
+  ];
+  it.each(servers)('$server: a startup probe before the liveness probe, on /healthz; no readiness', (s) => {
+    for (const mode of ['native', 'container'] as const) {
+      const p = pod({ [INJECT_ANNOTATION]: 'weather' });
+      const d = decide(p, 'team-a', cfg({ mode, server: s.server, nginxImage: s.nginxImage }));
+      if (!d.inject) throw new Error(d.reason);
+      const [sidecar] = sidecarsOf(apply(p, d.patch));
+      const healthz = { httpGet: { path: '/healthz', port: s.port } };
+      expect(sidecar!.livenessProbe).toEqual({ ...healthz, periodSeconds: 20, failureThreshold: 3 });
+      // Probed every second (a native sidecar's startup probe holds the agent's start), and a
+      // slow start gets 2 minutes before the liveness probe may kill it.
+      expect(sidecar!.startupProbe).toEqual({ ...healthz, periodSeconds: 1, failureThreshold: 120 });
+      expect(sidecar!.readinessProbe).toBeUndefined();
+    }
+  });
+});
