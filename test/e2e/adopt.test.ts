@@ -272,7 +272,7 @@ describe('adopting a labelled workload on a real node', () => {
       expect.objectContaining({ kind: 'Deployment', name: AGENT, uid: deploymentUid, controller: true }),
     ]);
     expect(card.spec.source?.service).toEqual({ name: AGENT, port: 'a2a' });
-    expect(card.spec.serving).toEqual({ server: 'Central', hosts: [HOST] });
+    expect(card.spec.serving).toMatchObject({ server: 'Central', hosts: [HOST] });
     expect(card.status?.source?.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(card.status?.source?.protocolVersion).toBe('1.0');
     // The named port was read from the Service: the URL is the Service's, port 8080.
