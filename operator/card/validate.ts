@@ -10,7 +10,7 @@ import { lintCard } from './lint.ts';
 import { formatPath, hasErrors, problemsFromZod, type PathSegment, type Problem } from './problem.ts';
 import { renderV1 } from './render.ts';
 import { z } from 'zod';
-import { AgentCardSpecSchema, type AgentCardSpec } from './resource.ts';
+import { AgentCardResourceSpecSchema, AgentCardSpecSchema, type AgentCardSpec } from './resource.ts';
 import { API_VERSION, KIND } from '../api/names.ts';
 import { AgentCardInputSchema, LEGACY_FIELDS, type AgentCard, type AgentCardInput } from './schema.ts';
 
@@ -161,11 +161,48 @@ export function validateResource(
   resource: unknown,
   opts: ValidateOptions = {},
 ): { spec?: AgentCardSpec; card?: AgentCard; problems: Problem[] } {
-  const envelope = EnvelopeSchema.safeParse(resource);
-  const envelopeProblems = envelope.success ? [] : problemsFromZod(envelope.error);
-  const spec =
-    resource && typeof resource === 'object' ? (resource as Record<string, unknown>).spec : undefined;
-  const result = validateSpec(spec, opts);
-  const problems = [...envelopeProblems, ...result.problems];
+  const result = validateSpec(specOf(resource), opts);
+  const problems = [...envelopeProblems(resource), ...result.problems];
   return hasErrors(problems) ? { problems } : { ...result, problems };
+}
+
+const specOf = (resource: unknown): unknown =>
+  resource && typeof resource === 'object' ? (resource as Record<string, unknown>).spec : undefined;
+
+function envelopeProblems(resource: unknown): Problem[] {
+  const envelope = EnvelopeSchema.safeParse(resource);
+  return envelope.success ? [] : problemsFromZod(envelope.error);
+}
+
+/** Whether a manifest takes its card from the agent (spec.source: docs/adopt.md). */
+export function hasSource(resource: unknown): boolean {
+  const spec = specOf(resource);
+  return !!spec && typeof spec === 'object' && 'source' in spec;
+}
+
+/**
+ * What can be checked of an AgentCard that takes its card from the agent (spec.source) without
+ * the agent's card: the envelope, the spec as the API server's schema has it (spec.source,
+ * spec.remove's JSON Pointers, spec.card as an overlay, signing, serving, probe, audiences) and
+ * credentials anywhere in the overlay or the audiences. Lint needs the whole card, so it waits
+ * for the merge: once the source card is known, the merged spec (operator/source/resolve.ts) is
+ * validated by validateResource like a written one, as the controller does.
+ */
+export function validateSourceResource(
+  resource: unknown,
+  opts: ValidateOptions = {},
+): { problems: Problem[] } {
+  const spec = specOf(resource);
+  const tooDeep = nestingProblem(spec, ['spec']);
+  if (tooDeep) return { problems: [...envelopeProblems(resource), tooDeep] };
+  const result = AgentCardResourceSpecSchema.safeParse(spec);
+  const problems = [
+    ...envelopeProblems(resource),
+    ...(result.success ? [] : problemsFromZod(result.error, ['spec'])),
+  ];
+  const raw = (spec && typeof spec === 'object' ? spec : {}) as Record<string, unknown>;
+  const card = findCredentials(raw.card, ['spec', 'card']);
+  const audiences = checkAudiences(raw.audiences, undefined, undefined);
+  problems.push(...card.problems, ...audiences.problems);
+  return { problems: finish(problems, [...card.secretKeys, ...audiences.secretKeys], opts) };
 }

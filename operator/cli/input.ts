@@ -7,12 +7,19 @@ import { open } from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseAllDocuments, parseDocument } from 'yaml';
 import { UserError } from '../errors.ts';
-import { formatProblem, type Problem } from '../card/problem.ts';
+import { formatProblem, hasErrors, type Problem } from '../card/problem.ts';
 import { type AgentCardSpec } from '../card/resource.ts';
 import { API_VERSION, KIND } from '../api/names.ts';
 import type { AgentCard } from '../card/schema.ts';
 import { serializeCard } from '../card/serialize.ts';
-import { validateCard, validateResource } from '../card/validate.ts';
+import {
+  hasSource,
+  validateCard,
+  validateResource,
+  validateSourceResource,
+  type ValidateOptions,
+} from '../card/validate.ts';
+import { resolveSourceSpec } from '../source/resolve.ts';
 import { audienceVariants, DEFAULT_AUDIENCE, type AudienceVariant } from '../card/audience.ts';
 
 /** Manifests and cards: a 1 MiB card is already refused by clients; allow a few per file. */
@@ -199,10 +206,52 @@ function classify(values: unknown[], source: string): InputDocument[] {
   return out;
 }
 
-/** The card of a file holding one AgentCard manifest or one bare card (`name` picks one of several). */
+/** The error of a command asked for a card taken from the agent without the agent's card. */
+export const needsSourceCard = (label: string): UserError =>
+  new UserError(
+    `${label}: the card comes from the agent (spec.source); give --source-card FILE (the agent's card) or --fetch`,
+    2,
+  );
+
+/** How a command gets the agent's own card of a manifest with spec.source (./source-card.ts). */
+export type SourceCardReader = (
+  label: string,
+  resource: Record<string, unknown>,
+) => Promise<{ served: Record<string, unknown>; from: string }>;
+
+/**
+ * A manifest with spec.source, resolved as the controller resolves it: its spec checked alone
+ * first (a bad spec.source or overlay is reported before anything is read or fetched), then the
+ * agent's card merged in (operator/source/resolve.ts) and the result validated as a written card.
+ * spec.remove pointers that match nothing are warnings, as in the operator's condition message.
+ */
+export async function validateAdopted(
+  label: string,
+  resource: Record<string, unknown>,
+  readSource: SourceCardReader,
+  opts: ValidateOptions,
+): Promise<{ card?: AgentCard; spec?: AgentCardSpec; problems: Problem[]; from?: string }> {
+  const offline = validateSourceResource(resource, opts);
+  if (hasErrors(offline.problems)) return { problems: offline.problems };
+  const { served, from } = await readSource(label, resource);
+  const resolved = resolveSourceSpec(resource.spec as Record<string, unknown>, served);
+  const result = validateResource({ ...resource, spec: resolved.spec }, opts);
+  const unmatched: Problem[] = resolved.unmatched.map((pointer) => ({
+    path: 'spec.remove',
+    message: `"${pointer}" matches nothing in the agent's card`,
+    severity: 'warning',
+  }));
+  return { ...result, problems: [...result.problems, ...unmatched], from };
+}
+
+/**
+ * The card of a file holding one AgentCard manifest or one bare card (`name` picks one of
+ * several). A manifest with spec.source needs `readSource` (the agent's card); without it, the
+ * error names the flags that give it.
+ */
 export async function loadOneCard(
   file: string,
-  opts: { name?: string; strict?: boolean } = {},
+  opts: { name?: string; strict?: boolean; readSource?: SourceCardReader; sourceFlags?: boolean } = {},
 ): Promise<{ label: string; card: AgentCard; spec?: AgentCardSpec; problems: Problem[] }> {
   const source = file === '-' ? 'standard input' : file;
   const docs = parseDocuments(await readInput(file, MAX_INPUT_BYTES), source).filter(
@@ -215,8 +264,18 @@ export async function loadOneCard(
   }
   if (docs.length > 1) throw new UserError(`${source}: ${docs.length} cards found; choose one with --name`);
   const doc = docs[0]!;
+  const adopting = doc.type === 'manifest' && hasSource(doc.resource);
+  if (opts.sourceFlags && !adopting)
+    throw new UserError(`${doc.label}: --source-card and --fetch are for an AgentCard with spec.source`, 2);
+  const missing: SourceCardReader = async (label) => {
+    throw needsSourceCard(label);
+  };
   const result: { card?: AgentCard; spec?: AgentCardSpec; problems: Problem[] } =
-    doc.type === 'manifest' ? validateResource(doc.resource, opts) : validateCard(doc.card, opts);
+    doc.type === 'card'
+      ? validateCard(doc.card, opts)
+      : adopting
+        ? await validateAdopted(doc.label, doc.resource, opts.readSource ?? missing, opts)
+        : validateResource(doc.resource, opts);
   if (!result.card) {
     for (const p of result.problems) process.stderr.write(`${doc.label}: ${formatProblem(p)}\n`);
     const count = result.problems.filter((p) => p.severity === 'error').length;

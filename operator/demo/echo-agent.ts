@@ -1,7 +1,11 @@
 /**
  * The demo A2A agent: a real @a2a-js/sdk server speaking A2A 1.0 on JSON-RPC and HTTP+JSON
  * (one HTTP port, which also answers GET /healthz) and gRPC (another), plus their v0.3 forms
- * through the SDK's compatibility layer. It echoes every message back.
+ * through the SDK's compatibility layer. It echoes every message back, and serves the card the SDK
+ * holds at /.well-known/agent-card.json (A2A spec section 8.2), as agents built on the SDKs do:
+ * an agent the operator can adopt (docs/adopt.md). That card advertises the address the agent
+ * listens on (127.0.0.1 for every interface), the kind of URL an adopting AgentCard's overlay
+ * fixes.
  *
  * `npm run demo` runs it as a local process on 127.0.0.1; examples/demo-agent.yaml runs it in a
  * cluster from the operator's image (`agentcard demo-agent`, ../cli/commands/demo-agent.ts), so
@@ -15,7 +19,7 @@ import express from 'express';
 import * as grpc from '@grpc/grpc-js';
 import { Role, type AgentCard } from '@a2a-js/sdk';
 import { DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import { LegacyA2AService, legacyGrpcService } from '@a2a-js/sdk/compat/v0_3/server/grpc';
 
@@ -55,8 +59,11 @@ const echo: AgentExecutor = {
   cancelTask: async () => {},
 };
 
-/** The card the SDK itself holds (the operator publishes its own, from the AgentCard resource). */
-function sdkCard(urls: DemoAgentUrls): AgentCard {
+/** The description of the agent's own card unless DemoAgentOptions.description says otherwise. */
+export const DEMO_AGENT_DESCRIPTION = 'Echoes every message; the agentcard-operator demo agent';
+
+/** The card the SDK itself holds and serves (an AgentCard resource may publish its own instead). */
+function sdkCard(urls: DemoAgentUrls, description: string): AgentCard {
   const iface = (url: string, protocolBinding: string) => ({
     url,
     protocolBinding,
@@ -65,7 +72,7 @@ function sdkCard(urls: DemoAgentUrls): AgentCard {
   });
   return {
     name: 'Demo echo agent',
-    description: 'Echoes every message; the agentcard-operator demo agent',
+    description,
     version: '1.0.0',
     supportedInterfaces: [
       iface(urls.jsonrpc, 'JSONRPC'),
@@ -91,6 +98,8 @@ export type DemoAgentOptions = {
   port?: number;
   /** gRPC port (h2c); default 0. */
   grpcPort?: number;
+  /** The description of its own card; default DEMO_AGENT_DESCRIPTION. */
+  description?: string;
 };
 
 /** `http://HOST:PORT` with an IPv6 address in brackets; an unspecified address is advertised as loopback. */
@@ -133,8 +142,11 @@ export async function startDemoAgent(opts: DemoAgentOptions = {}): Promise<DemoA
     grpc: origin(host, grpcPort),
   };
 
-  const requestHandler = new DefaultRequestHandler(sdkCard(urls), new InMemoryTaskStore(), echo);
+  const card = sdkCard(urls, opts.description ?? DEMO_AGENT_DESCRIPTION);
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), echo);
   const userBuilder = UserBuilder.noAuthentication;
+  // The SDK's own card endpoint, as an agent written with it serves its card.
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler }));
   const legacyCompat = { enabled: true };
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder, legacyCompat }));

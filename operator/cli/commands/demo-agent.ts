@@ -1,5 +1,5 @@
 /**
- * `agentcard demo-agent [--address ADDR] [--port 8080] [--grpc-port 8081]`: the demo A2A agent
+ * `agentcard demo-agent [--address ADDR] [--port 8080] [--grpc-port 8081] [--description TEXT]`: the demo A2A agent
  * (../../demo/echo-agent.ts), an echo agent on JSON-RPC and HTTP+JSON (one port) and gRPC, so that
  * the examples of the repository have a real agent to probe (examples/demo-agent.yaml runs it
  * from the operator's image). Prints one JSON line with its interface URLs, then serves until
@@ -12,15 +12,17 @@ import { UserError } from '../../errors.ts';
 import { parseFlags } from '../input.ts';
 import type * as EchoAgent from '../../demo/echo-agent.ts';
 
-const USAGE = `usage: agentcard demo-agent [--address ADDR] [--port 8080] [--grpc-port 8081]
+const USAGE = `usage: agentcard demo-agent [--address ADDR] [--port 8080] [--grpc-port 8081] [--description TEXT]
 
 Runs the demo A2A agent: it echoes every message, speaks A2A 1.0 (and v0.3) on JSON-RPC at
-/a2a/jsonrpc and HTTP+JSON at /a2a/rest (--port, which also answers GET /healthz) and gRPC
-(--grpc-port). Prints its interface URLs as one JSON line. No authentication: a demo only.
+/a2a/jsonrpc and HTTP+JSON at /a2a/rest (--port, which also answers GET /healthz and serves the
+agent's own card at /.well-known/agent-card.json) and gRPC (--grpc-port). Prints its interface
+URLs as one JSON line. No authentication: a demo only.
 
   --address ADDR    listen address (default 0.0.0.0; :: for IPv6)
   --port N          JSON-RPC and HTTP+JSON port (default 8080; 0 picks a free port)
   --grpc-port N     gRPC port (default 8081; 0 picks a free port)
+  --description T   the description of the agent's own card
 `;
 
 function portFlag(name: string, text: string): number {
@@ -40,6 +42,7 @@ export async function run(argv: string[]): Promise<number> {
       address: { type: 'string', default: '0.0.0.0' },
       port: { type: 'string', default: '8080' },
       'grpc-port': { type: 'string', default: '8081' },
+      description: { type: 'string' },
     },
     USAGE,
   );
@@ -61,7 +64,12 @@ export async function run(argv: string[]): Promise<number> {
     throw err;
   }
   const agent = await agentModule
-    .startDemoAgent({ host: values.address, port, grpcPort })
+    .startDemoAgent({
+      host: values.address,
+      port,
+      grpcPort,
+      ...(values.description !== undefined ? { description: values.description } : {}),
+    })
     .catch((err: unknown) => {
       const e = err as NodeJS.ErrnoException;
       throw new UserError(

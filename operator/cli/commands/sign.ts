@@ -3,11 +3,19 @@
  * [--jku URL] [--audience NAME | --out-dir DIR]`: the signed v1 card on standard output (of
  * spec.card, or of one audience), or every audience's files written to a directory in the layout
  * of the published ConfigMap. The i-th --kid/--alg applies to the i-th --key; for a manifest,
- * spec.signing.keys[i] supplies the defaults (and spec.signing.jku the jku).
+ * spec.signing.keys[i] supplies the defaults (and spec.signing.jku the jku). A manifest with
+ * spec.source takes the agent's card from --source-card or --fetch (../source-card.ts).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../../errors.ts';
+import {
+  SOURCE_CARD_FLAGS,
+  SOURCE_CARD_USAGE,
+  sourceCardFor,
+  sourceCardOptions,
+  wantsSourceCard,
+} from '../source-card.ts';
 import {
   MAX_KEY_BYTES,
   allAudiences,
@@ -26,13 +34,17 @@ import { variantData } from '../../controller/audiences/publish.ts';
 
 const USAGE = `usage: agentcard sign -f MANIFEST|CARD|- --key FILE [--key FILE ...] [--kid ID ...] [--alg ALG ...]
                       [--jku URL] [--audience NAME | --out-dir DIR] [--name NAME] [--strict] [--compact]
+                      [--source-card FILE | --fetch [--allow-cidr CIDR]]
 
 Signs the rendered v1 card (RFC 8785 canonical JSON, detached JWS) with each key in order and
 prints it. --audience signs the card of one of spec.audiences instead of spec.card; --out-dir
 writes every audience's signed card, its v0.3 shape and jwks.json to DIR, named as the operator
 publishes them (agent-card.json for spec.card, host.<host>.agent-card.json per audience host). A key file holds a private JWK or a PKCS#8 PEM. alg: ES256, ES384, EdDSA, RS256,
 PS256 (default: from the key type). kid default: the JWK's kid, else its RFC 7638 thumbprint.
-`;
+An AgentCard with spec.source signs the agent's card with spec.remove and spec.card applied, as
+the operator publishes it; it needs the agent's card:
+
+${SOURCE_CARD_USAGE}`;
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseFlags(
@@ -48,6 +60,7 @@ export async function run(argv: string[]): Promise<number> {
       name: { type: 'string' },
       strict: { type: 'boolean' },
       compact: { type: 'boolean' },
+      ...SOURCE_CARD_FLAGS,
     },
     USAGE,
   );
@@ -67,7 +80,13 @@ export async function run(argv: string[]): Promise<number> {
   if (keyFiles.includes('-') && values.file === '-')
     throw new UserError('the card and a key cannot both be standard input', 2);
 
-  const loaded = await loadOneCard(values.file, { name: values.name, strict: values.strict });
+  const source = sourceCardOptions(values);
+  const loaded = await loadOneCard(values.file, {
+    name: values.name,
+    strict: values.strict,
+    readSource: (label, resource) => sourceCardFor(label, resource, source),
+    sourceFlags: wantsSourceCard(source),
+  });
   const { spec } = loaded;
   printProblems(loaded.label, loaded.problems);
   const card = pickAudience(loaded, values.audience);
