@@ -29,12 +29,21 @@
  *
  * Run: `node bench/failover.bench.ts [--cards 1000,10000] [--kills 3] [--before <checkout>]
  * [--namespace NS] [--write]` (Node.js 24); `--before` names a checkout of an earlier commit (with
- * its node_modules) whose bundle runs as "before"; `--namespace` reuses the published cards an
- * earlier run left (one size only); `--write` writes docs/BENCHMARKS.md's section.
+ * its node_modules) whose bundle runs as "before"; `--namespace` names the namespace of the cards
+ * (one size only): created with its cards if missing and kept, reused as it is if present; `--write` writes docs/BENCHMARKS.md's section.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -67,6 +76,10 @@ const { values } = parseArgs({
     before: { type: 'string' },
     stdio: { type: 'string', default: 'file' },
     write: { type: 'boolean', default: false },
+    // Keep the operators' logs in this directory (default: a temporary one, removed at the end).
+    logs: { type: 'string' },
+    // AgentCards created at the same time when setting up (one create request each).
+    'create-concurrency': { type: 'string', default: '32' },
     // An existing namespace of published AgentCards card-0..card-(N-1), from an earlier run.
     namespace: { type: 'string' },
     // The operator's defaults (operations.md): the goal is the first write within lease + 2 s.
@@ -90,6 +103,16 @@ const log = (line: string) =>
   process.stderr.write(`[failover ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const work = mkdtempSync(join(tmpdir(), 'failover-bench-'));
+const logDir = values.logs ? resolve(values.logs) : work;
+mkdirSync(logDir, { recursive: true });
+
+/** Every operator process started, so that an interrupted run does not leave them running. */
+const children = new Set<ChildProcess>();
+for (const sig of ['SIGINT', 'SIGTERM'] as const)
+  process.once(sig, () => {
+    for (const child of children) child.kill('SIGKILL');
+    process.exit(130);
+  });
 
 const kc = new KubeConfig();
 let core: CoreV1Api;
@@ -150,7 +173,7 @@ async function stage(label: string, root: string): Promise<Build> {
 }
 
 function startOperator(build: Build, ns: string, name: string, metricsPort: number): Operator {
-  const logFile = join(work, `${ns}-${build.label}-${name}.log`);
+  const logFile = join(logDir, `${ns}-${build.label}-${name}.log`);
   const fd = openSync(logFile, 'w');
   const child = spawn(
     process.execPath,
@@ -171,6 +194,7 @@ function startOperator(build: Build, ns: string, name: string, metricsPort: numb
     },
   );
   closeSync(fd);
+  children.add(child);
   const op: Operator = { name, child, logFile, metricsPort, peakRssKiB: 0 };
   child.once('exit', (code, signal) => {
     if (signal === 'SIGKILL') return;
@@ -248,31 +272,48 @@ async function holder(ns: string): Promise<string | undefined> {
 
 async function createCards(ns: string, n: number): Promise<void> {
   const started = Date.now();
-  for (let i = 0; i < n; i += 50)
-    await Promise.all(
-      Array.from({ length: Math.min(50, n - i) }, (_, j) =>
-        custom.createNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          plural: PLURAL,
-          namespace: ns,
-          body: {
-            apiVersion: `${GROUP}/${VERSION}`,
-            kind: 'AgentCard',
-            metadata: { name: `card-${i + j}` },
-            spec: { card: card('1.0.0') },
-          },
-        }),
-      ),
-    );
-  log(`created ${n} AgentCards in ${ns} in ${Math.round((Date.now() - started) / 1000)} s`);
+  // A pool of requests in flight (not batches waiting for their slowest): each worker creates the
+  // next card as soon as its previous one is answered.
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++)
+      await custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: PLURAL,
+        namespace: ns,
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'AgentCard',
+          metadata: { name: `card-${i}` },
+          spec: { card: card('1.0.0') },
+        },
+      });
+  };
+  const progress = setInterval(() => log(`created ${Math.min(next, n)} of ${n}`), 30_000);
+  try {
+    await Promise.all(Array.from({ length: Number(values['create-concurrency']) }, worker));
+  } finally {
+    clearInterval(progress);
+  }
+  const s = (Date.now() - started) / 1000;
+  log(`created ${n} AgentCards in ${ns} in ${Math.round(s)} s (${Math.round(n / s)}/s)`);
 }
 
-/** Waits for `cond`, polling; throws after `ms`. */
+/** Thrown by a condition to stop waiting at once. */
+class Abandon extends Error {}
+
+/** Waits for `cond`, polling; throws after `ms`, or at once when `cond` throws an Abandon. */
 async function until(what: string, ms: number, cond: () => Promise<boolean> | boolean): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    if (await Promise.resolve(cond()).catch(() => false)) return;
+    const met = await Promise.resolve()
+      .then(cond)
+      .catch((err: unknown) => {
+        if (err instanceof Abandon) throw err;
+        return false;
+      });
+    if (met) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(500);
   }
@@ -360,7 +401,10 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
       leader = ops.find((o) => holds(o, h) && alive(o));
       return leader !== undefined;
     });
-    await until(`${n} reconciles by the leader`, 900_000, async () => (await reconciles(leader!)) >= n);
+    await until(`${n} reconciles by the leader`, 900_000, async () => {
+      if (!alive(leader!)) throw new Abandon(`${leader!.name} exited before reconciling ${n} cards`);
+      return (await reconciles(leader!)) >= n;
+    });
     log(
       `${build.label}: ${leader!.name} leads and reconciled ${n} in ${Math.round((Date.now() - started) / 1000)} s`,
     );
@@ -553,8 +597,15 @@ async function main(): Promise<void> {
     for (const n of sizes) {
       const reuse = values.namespace && sizes.length === 1 ? values.namespace : undefined;
       const ns = reuse ?? `failover-${randomBytes(3).toString('hex')}`;
-      if (!reuse) {
-        namespaces.push(ns);
+      const exists = reuse
+        ? await core.readNamespace({ name: reuse }).then(
+            () => true,
+            () => false,
+          )
+        : false;
+      if (!exists) {
+        // A named namespace is kept for the next run; a generated one is deleted at the end.
+        if (!reuse) namespaces.push(ns);
         await core.createNamespace({ body: { metadata: { name: ns } } });
         await createCards(ns, n);
       }

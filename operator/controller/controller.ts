@@ -15,7 +15,9 @@
  *   loses the sidecar (status.serving);
  * - the periodic resync (every AgentCard, e.g. every 10 minutes).
  * The first reconcile of every card, the resync, probe verdicts and a Secret many cards share
- * are background work: queued `low`, so that a spec change (or any other edit) goes first.
+ * are background work: queued `low`, so that a spec change (or any other edit) goes first; at
+ * start (or on winning the election) a card whose spec or ConfigMap changed while no leader ran
+ * is queued `high` (startup-priority.ts).
  *
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
@@ -39,6 +41,7 @@ import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
+import { startupPriority } from './startup-priority.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue, type HandlerResult, type Priority, type QueueGate } from './workqueue.ts';
 import { SourceTracker, type SourceDeps } from '../source/tracker.ts';
@@ -236,9 +239,20 @@ export class Controller {
     await waitForCaches(this.all(), signal);
     if (this.queue.shuttingDown) return;
     this.started = true;
-    const keys = this.cardKeys();
-    this.log.info('caches synced; reconciling', { agentCards: keys.length });
-    for (const key of keys) this.queue.add(key, 'low');
+    // Cards that need a write first (startup-priority.ts), then the re-plan of the rest.
+    const lanes = { high: [] as string[], low: [] as string[] };
+    for (const { cards, configMaps } of this.informers.values())
+      for (const card of cards.list()) {
+        const { namespace, name } = card.metadata;
+        const configMap = configMaps.get(configMapName(name), namespace);
+        lanes[startupPriority(card, configMap)].push(objectKey(namespace, name));
+      }
+    this.log.info('caches synced; reconciling', {
+      agentCards: lanes.high.length + lanes.low.length,
+      changed: lanes.high.length,
+    });
+    for (const key of lanes.high) this.queue.add(key, 'high');
+    for (const key of lanes.low) this.queue.add(key, 'low');
     this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
   }
 

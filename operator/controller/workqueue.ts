@@ -15,6 +15,12 @@
  *   at both is queued once, at the higher. At 10,000 AgentCards a resync is ~90 s of reconciles;
  *   a spec change must not wait behind them.
  *
+ * - it lets the event loop take a turn (setImmediate) once its runs have kept it for a slice
+ *   (10 ms): a reconcile that finds everything in order reads only caches and resolves in
+ *   microtasks, so without it a backlog of such keys runs as one unbroken chain; a new leader's
+ *   re-plan of 1,000 cards held every socket for 2.5 to 6 s, the first write's request and
+ *   response and the Lease renewal with them (docs/scaling.md, "Failover").
+ *
  * What it does is reported to an optional QueueObserver (operator/metrics/runtime.ts turns it into
  * client-go's workqueue_* and controller-runtime's controller_runtime_reconcile_* metrics): keys
  * added per lane, how long each waited in its lane and how long its run took, the run's outcome,
@@ -83,6 +89,42 @@ export interface WorkQueueOptions {
   observer?: QueueObserver;
 }
 
+/**
+ * How long the queue's runs may keep the event loop before they let it take a turn. Small enough
+ * that a write's response or a Lease renewal waits at most this long behind a backlog; large
+ * enough that the turns cost nothing measurable (one setImmediate per slice).
+ */
+export const EVENT_LOOP_SLICE_MS = 10;
+
+/**
+ * Tells the queue when to let the event loop take a turn: a slice starts at the first run since
+ * the loop's last turn (a setImmediate marks the turn), and is due once it has lasted `budgetMs`
+ * (real time: it is the event loop that is starved, whatever clock the queue runs on).
+ */
+export class EventLoopSlice {
+  private startedAt: number | undefined;
+  private readonly budgetMs: number;
+  private readonly now: () => number;
+
+  constructor(budgetMs = EVENT_LOOP_SLICE_MS, now: () => number = () => performance.now()) {
+    this.budgetMs = budgetMs;
+    this.now = now;
+  }
+
+  /** Whether the caller should yield (setImmediate) before its next piece of work. */
+  due(): boolean {
+    const now = this.now();
+    if (this.startedAt === undefined) {
+      this.startedAt = now;
+      setImmediate(() => (this.startedAt = undefined));
+      return false;
+    }
+    return now - this.startedAt >= this.budgetMs;
+  }
+}
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 const NO_OBSERVER: QueueObserver = { added() {}, started() {}, finished() {}, retried() {} };
 
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 1_000, maxMs: 5 * 60_000 };
@@ -120,6 +162,7 @@ export class WorkQueue implements QueueStats {
   private cancelGateTimer: (() => void) | undefined;
   private stopping = false;
   private lastDepth = 0;
+  private readonly slice = new EventLoopSlice();
 
   constructor(handler: Handler, opts: WorkQueueOptions) {
     if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
@@ -302,6 +345,11 @@ export class WorkQueue implements QueueStats {
 
   /** Runs the handler; a retry or requeue-after keeps the priority the run had. */
   private async run(key: string, priority: Priority): Promise<void> {
+    // Checked before the run, not after: the common case (no backlog) starts it synchronously.
+    if (this.slice.due()) {
+      await yieldToEventLoop();
+      if (this.stopping) return; // shut down during the turn: dropped like the queued keys
+    }
     const started = this.clock.now();
     let outcome: RunOutcome = 'success';
     try {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
-import { WorkQueue, type QueueObserver, type QueueStats } from '../../../operator/controller/workqueue.ts';
+import {
+  EventLoopSlice,
+  WorkQueue,
+  type QueueObserver,
+  type QueueStats,
+} from '../../../operator/controller/workqueue.ts';
 import { RuntimeMetrics } from '../../../operator/metrics/runtime.ts';
 import { Backoff, backoffDelay } from '../../../operator/kube/backoff.ts';
 import { ManualClock, settle } from '../../support/clock.ts';
@@ -517,5 +522,67 @@ describe('WorkQueue metrics (manual clock)', () => {
     expect(value(`workqueue_depth{${agentcard},priority="low"}`)).toBe(0);
     // No label names a key.
     expect(after).not.toMatch(/ns\/(slow|bad|x|y)/);
+  });
+});
+
+/** Busy-waits `ms` of CPU, as a reconcile that plans from caches and writes nothing does. */
+function burn(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+describe('the event loop behind a backlog', () => {
+  it('a slice is due once it has lasted its budget, and starts again after a turn of the loop', async () => {
+    let now = 0;
+    const slice = new EventLoopSlice(10, () => now);
+    expect(slice.due()).toBe(false); // starts the slice
+    now = 9;
+    expect(slice.due()).toBe(false);
+    now = 10;
+    expect(slice.due()).toBe(true);
+    await new Promise((r) => setImmediate(r)); // the loop took a turn
+    now = 30;
+    expect(slice.due()).toBe(false); // a new slice from here
+    now = 39;
+    expect(slice.due()).toBe(false);
+    now = 40;
+    expect(slice.due()).toBe(true);
+  });
+
+  it('lets timers and I/O run while a backlog of runs that never wait on I/O is worked off', async () => {
+    // 300 runs of 1 ms that resolve in microtasks only: without turns of the event loop they run
+    // as one chain, and the timer below (a write's response, a Lease renewal) fires after all.
+    let runs = 0;
+    const q = new WorkQueue(
+      async () => {
+        burn(1);
+        runs++;
+      },
+      { concurrency: 4 },
+    );
+    let firedAfter: number | undefined;
+    let depthThen: number | undefined;
+    setTimeout(() => {
+      firedAfter = runs;
+      depthThen = q.depth;
+    }, 0);
+    for (let i = 0; i < 300; i++) q.add(`ns/k${i}`, 'low');
+    await q.idle();
+    expect(runs).toBe(300);
+    expect(firedAfter).toBeDefined();
+    expect(depthThen).toBeGreaterThan(0); // it fired while keys were still queued
+    expect(firedAfter!).toBeLessThan(150);
+  });
+
+  it('starts a run synchronously when nothing has kept the event loop', () => {
+    const seen: string[] = [];
+    const q = new WorkQueue(
+      async (key) => {
+        seen.push(key);
+      },
+      { concurrency: 1 },
+    );
+    q.add('ns/a');
+    expect(seen).toEqual(['ns/a']);
   });
 });
