@@ -20,6 +20,7 @@ import {
   nodeUp,
   type NodeClusterState,
 } from '../test/node/control.ts';
+import { nodeUnavailable } from '../test/node/preflight.ts';
 import { buildProductImages, importImages } from '../test/node/product-images.ts';
 import { ensurePackages, NODE_PACKAGES } from '../test/support/system-packages.ts';
 import { runTool } from '../test/support/tools.ts';
@@ -33,13 +34,8 @@ const RELEASE_NAMESPACE = 'agentcard-system';
 
 /** Why this machine cannot run the node demo, or undefined when it can. */
 export function nodeDemoUnavailable(): string | undefined {
-  if (process.platform !== 'linux') return 'not Linux';
-  if (process.getuid?.() !== 0) return 'not root (the node needs namespaces, mounts and cgroups)';
-  for (const tool of ['unshare', 'nsenter']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status !== 0)
-      return `no ${tool} on PATH`;
-  }
-  if (!existsSync('/sys/fs/cgroup/memory')) return 'no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory';
+  const why = nodeUnavailable();
+  if (why) return why;
   const bin = join(nodeBuildDir().dir, 'bin');
   const built = NODE_BINARIES.every((b) => existsSync(join(bin, b)));
   if (!built && spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0)

@@ -8,6 +8,7 @@
 // imagePullPolicy IfNotPresent or Never.
 import type { TestProject } from 'vitest/node';
 import { nodeDown, nodeLeftovers, nodeUp, type NodeClusterState } from '../node/control.ts';
+import { nodeUnavailable } from '../node/preflight.ts';
 import { buildProductImages, importImages, type BuiltImage } from '../node/product-images.ts';
 import { ensurePackages, NODE_PACKAGES } from './system-packages.ts';
 
@@ -23,6 +24,9 @@ declare module 'vitest' {
 const log = (line: string) => process.stderr.write(`[node cluster] ${line}\n`);
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // `npm run test:node` skips the project with this reason; vitest run directly fails with it.
+  const why = nodeUnavailable();
+  if (why) throw new Error(`the node project cannot run on this machine: ${why} (README.md, "Testing")`);
   ensurePackages(NODE_PACKAGES);
   const { started, state } = await nodeUp(log);
   if (!started) log(`reusing the running node cluster at ${state.server}`);
