@@ -26,7 +26,8 @@ const log = (line: string) => process.stderr.write(`[node cluster] ${line}\n`);
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // `npm run test:node` skips the project with this reason; vitest run directly fails with it.
   const why = nodeUnavailable();
-  if (why) throw new Error(`the node project cannot run on this machine: ${why} (README.md, "Testing")`);
+  if (why)
+    throw new Error(`the node project cannot run on this machine: ${why} (docs/development.md, "Tests")`);
   ensurePackages(NODE_PACKAGES);
   const { started, state } = await nodeUp(log);
   if (!started) log(`reusing the running node cluster at ${state.server}`);
