@@ -1,7 +1,7 @@
 /**
  * `npm run demo` on the node cluster (test/node/control.ts), where Pods really run: the chart
  * installed with the operator image assembled from the Dockerfile, examples/ applied, the demo
- * agent's Pod with its injected sidecar (Node mode), the AgentCards probed by the operator Pod through
+ * agent's Pod with its injected sidecar (nginx mode), the AgentCards probed by the operator Pod through
  * the cluster's DNS and Services, the card fetched through the agent's Service and verified.
  *
  * The node needs root (namespaces, mounts, cgroups) and the node's build (built once per
@@ -21,7 +21,7 @@ import {
   type NodeClusterState,
 } from '../test/node/control.ts';
 import { nodeUnavailable } from '../test/node/preflight.ts';
-import { buildProductImages, importImages } from '../test/node/product-images.ts';
+import { buildProductImages, digestReference, importImages } from '../test/node/product-images.ts';
 import { ensurePackages, NODE_PACKAGES } from '../test/support/system-packages.ts';
 import { runTool } from '../test/support/tools.ts';
 import type { DemoAgentUrls } from '../operator/demo/echo-agent.ts';
@@ -106,14 +106,12 @@ export async function runNodeDemo(ctx: NodeDemoContext): Promise<string[]> {
         RELEASE_NAMESPACE,
         '--create-namespace',
         // One node, one replica; the default image reference is the one assembled here. The
-        // sidecar in its Node mode (the operator image): the chart takes the nginx image by
-        // digest only, and containerd's CRI does not resolve a digest reference to an image
-        // imported under a tag (the kubelet tries to pull it), so nginx is tested by tag
-        // (test/e2e/product-images.test.ts).
+        // sidecar in the chart's default nginx mode, with the nginx image assembled here pinned
+        // by digest as the chart requires (imported under that digest: test/node/images.ts).
         '--set',
         'replicas=1',
         '--set',
-        'sidecar.server=node',
+        `sidecar.nginx.image=${digestReference(images[1]!)}`,
         '--wait',
         '--timeout',
         '5m',
@@ -124,7 +122,7 @@ export async function runNodeDemo(ctx: NodeDemoContext): Promise<string[]> {
           void (await helm(['uninstall', RELEASE, '--namespace', RELEASE_NAMESPACE, '--wait'])),
       });
     },
-    () => `deployed with image ${images[0]!.name}, sidecar.server=node`,
+    () => `deployed with image ${images[0]!.name}, sidecar.server=nginx (${images[1]!.name})`,
   );
 
   await step(
