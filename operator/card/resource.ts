@@ -648,6 +648,7 @@ export const CONDITION_TYPES = [
   'InterfacesReachable',
   'CertificatesValid',
   'SourceAvailable',
+  'Serving',
   'Ready',
 ] as const;
 

@@ -38,6 +38,7 @@ import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
+import { CentralHosts, withServingCondition } from './host-conflicts.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue, type HandlerResult, type Priority, type QueueGate } from './workqueue.ts';
 import { SourceTracker, type SourceDeps } from '../source/tracker.ts';
@@ -98,6 +99,8 @@ export class Controller {
   private readonly work = new WorkSignal();
   /** The adopted cards' sources: what each one serves, and when it is fetched again. */
   private readonly sources: SourceTracker;
+  /** Hosts claimed on the central card server, for the Serving condition (host-conflicts.ts). */
+  private readonly centralHosts = new CentralHosts();
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
@@ -305,6 +308,8 @@ export class Controller {
       obj.metadata?.labels?.[CARD_LABEL] ??
       obj.metadata?.ownerReferences?.find((r) => r.controller && r.kind === KIND)?.name;
     if (!owner) return;
+    // Before the echo check: the echo of our own apply can be what starts or ends a conflict.
+    for (const card of this.centralHosts.update(obj, deleted)) this.enqueue(card);
     if (deleted) this.writer.forgetConfigMap(namespace, obj.metadata?.name ?? '');
     else if (this.writer.isConfigMapEcho(obj)) return; // the echo of our own apply
     this.enqueue(objectKey(namespace, owner));
@@ -428,8 +433,18 @@ export class Controller {
           publishRejected: outcome.rejected,
         });
         plan.configMap = undefined;
+      } else {
+        // The hosts it claims now, without waiting for the echo; the other claimants re-plan.
+        for (const card of this.centralHosts.update(plan.configMap, false))
+          if (card !== key) this.enqueue(card);
       }
     }
+    plan = withServingCondition(
+      plan,
+      { status: resource.status, namespace, generation },
+      this.centralHosts.servingOf(key),
+      now,
+    );
 
     // Recorded before the write, so that its watch echo (which may beat the response) matches.
     this.plannedStatus.set(key, statusDigest(plan.status));
