@@ -38,6 +38,7 @@ import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
+import { DATA_KEYS } from './configmap.ts';
 import { CentralHosts, withServingCondition } from './host-conflicts.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue, type HandlerResult, type Priority, type QueueGate } from './workqueue.ts';
@@ -376,7 +377,20 @@ export class Controller {
     const { namespace, name } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
     const now = new Date();
-    const source = await this.sources.resolve(key, { namespace, spec: resource.spec }, now, signal);
+    const source = await this.sources.resolve(
+      key,
+      {
+        namespace,
+        spec: resource.spec,
+        // After a restart whose first fetch fails: the card last published (source/restore.ts).
+        published: () => ({
+          card: this.currentConfigMap(namespace, configMapName(name))?.data?.[DATA_KEYS.card],
+          status: ownedStatus(resource.status).source,
+        }),
+      },
+      now,
+      signal,
+    );
     if (source?.fetched) {
       log.debug('fetched the source', {
         condition: source.condition.reason,
