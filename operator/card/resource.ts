@@ -650,6 +650,7 @@ export const CONDITION_TYPES = [
   'InterfacesReachable',
   'CertificatesValid',
   'SourceAvailable',
+  'Serving',
   'Ready',
 ] as const;
 

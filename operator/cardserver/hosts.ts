@@ -11,7 +11,8 @@
  * wildcard matches exactly one more leading label. Two cards claiming the same exact host, or
  * the same wildcard, is a conflict: that host is served by neither (404), never by whichever
  * ConfigMap arrived last, and the conflict is reported (log, metric; the controller sets the
- * cards' Published condition). A host no card claims gets 404: the server never falls back to
+ * cards' Serving condition,
+ * controller/host-conflicts.ts). A host no card claims gets 404: the server never falls back to
  * some default card.
  */
 import { isVariantFile } from '../sidecar/audience.ts';

@@ -10,13 +10,14 @@
  *   for which a digest of the other values is enough, computed the same way for the desired data;
  *   the labels, controller ownerReference and deletionTimestamp;
  * - the ConfigMap event handler: name, namespace, resourceVersion, labels and ownerReferences;
- * - inline catalogs (catalogs/controller.ts): the signed card of an audience, verbatim.
+ * - inline catalogs (catalogs/controller.ts): the signed card of an audience, verbatim;
+ * - the host conflicts of central serving (host-conflicts.ts): `serving-hosts`, verbatim.
  * The v0.3 cards are signed too (audiences/sign.ts) and kept verbatim for the same reason; the
  * JWKS is cached as a digest.
  * Catalog ConfigMaps are left whole: the catalog plan compares and reuses their pages.
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { CARD_LABEL, CATALOG_LABEL } from '../api/names.ts';
+import { CARD_LABEL, CATALOG_LABEL, SERVING_HOSTS_KEY } from '../api/names.ts';
 import { DATA_KEYS, valueDigest } from './configmap.ts';
 
 /** A cached ConfigMap: `data` holds the values kept verbatim, `dataDigests` the digests of the rest. */
@@ -61,8 +62,9 @@ export function trimConfigMap(cm: CachedConfigMap): void {
   const data: Record<string, string> = {};
   const dataDigests: Record<string, string> = {};
   for (const [key, value] of Object.entries(cm.data)) {
-    // A value no longer than its digest (cache-max-age-seconds) is kept as it is.
-    if (isSignedCardKey(key) || value.length <= DIGEST_LENGTH) data[key] = value;
+    // A value no longer than its digest (cache-max-age-seconds) is kept as it is; so are the
+    // central card server's hosts, for the host conflicts (host-conflicts.ts).
+    if (isSignedCardKey(key) || key === SERVING_HOSTS_KEY || value.length <= DIGEST_LENGTH) data[key] = value;
     else dataDigests[key] = valueDigest(value);
   }
   cm.data = data;

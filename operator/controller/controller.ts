@@ -42,6 +42,8 @@ import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
 import { startupPriority } from './startup-priority.ts';
+import { DATA_KEYS } from './configmap.ts';
+import { CentralHosts, withServingCondition } from './host-conflicts.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import { WorkQueue, type HandlerResult, type Priority, type QueueGate } from './workqueue.ts';
 import { SourceTracker, type SourceDeps } from '../source/tracker.ts';
@@ -102,6 +104,8 @@ export class Controller {
   private readonly work = new WorkSignal();
   /** The adopted cards' sources: what each one serves, and when it is fetched again. */
   private readonly sources: SourceTracker;
+  /** Hosts claimed on the central card server, for the Serving condition (host-conflicts.ts). */
+  private readonly centralHosts = new CentralHosts();
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
@@ -320,6 +324,8 @@ export class Controller {
       obj.metadata?.labels?.[CARD_LABEL] ??
       obj.metadata?.ownerReferences?.find((r) => r.controller && r.kind === KIND)?.name;
     if (!owner) return;
+    // Before the echo check: the echo of our own apply can be what starts or ends a conflict.
+    for (const card of this.centralHosts.update(obj, deleted)) this.enqueue(card);
     if (deleted) this.writer.forgetConfigMap(namespace, obj.metadata?.name ?? '');
     else if (this.writer.isConfigMapEcho(obj)) return; // the echo of our own apply
     this.enqueue(objectKey(namespace, owner));
@@ -386,7 +392,20 @@ export class Controller {
     const { namespace, name } = resource.metadata;
     const generation = resource.metadata.generation ?? 0;
     const now = new Date();
-    const source = await this.sources.resolve(key, { namespace, spec: resource.spec }, now, signal);
+    const source = await this.sources.resolve(
+      key,
+      {
+        namespace,
+        spec: resource.spec,
+        // After a restart whose first fetch fails: the card last published (source/restore.ts).
+        published: () => ({
+          card: this.currentConfigMap(namespace, configMapName(name))?.data?.[DATA_KEYS.card],
+          status: ownedStatus(resource.status).source,
+        }),
+      },
+      now,
+      signal,
+    );
     if (source?.fetched) {
       log.debug('fetched the source', {
         condition: source.condition.reason,
@@ -413,7 +432,11 @@ export class Controller {
       ...(source ? { source } : {}),
     };
     // Decided once (validate, render, sign); a failed publish only changes the derived status.
-    const { decision, result, plan } = await reconcilePlan(input, (configMap) =>
+    const {
+      decision,
+      result,
+      plan: decided,
+    } = await reconcilePlan(input, (configMap) =>
       publishResult(() =>
         this.writer.publish(
           [configMap],
@@ -422,6 +445,7 @@ export class Controller {
         ),
       ),
     );
+    let plan = decided;
     log.debug('planned', {
       generation,
       liveConfigMap: input.liveConfigMap?.metadata?.resourceVersion ?? null,
@@ -441,7 +465,17 @@ export class Controller {
         error: result.message,
         retrying: result.result === 'PublishFailed',
       });
+    } else if (plan.configMap) {
+      // The hosts it claims now, without waiting for the echo; the other claimants re-plan.
+      for (const card of this.centralHosts.update(plan.configMap, false))
+        if (card !== key) this.enqueue(card);
     }
+    plan = withServingCondition(
+      plan,
+      { status: resource.status, namespace, generation },
+      this.centralHosts.servingOf(key),
+      now,
+    );
 
     // Recorded before the write, so that its watch echo (which may beat the response) matches.
     this.plannedStatus.set(key, statusDigest(plan.status));

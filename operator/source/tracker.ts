@@ -12,8 +12,11 @@
  * - a fetch that fails, a card that fails validation (when the last good one passes it), or a
  *   signature that spec.source.verification requires and that does not verify, keeps the last
  *   good card: it stays published, and SourceAvailable=False says why;
- * - the first successful fetch after the operator starts adopts at once (the tracker's memory
- *   is not persisted; the published ConfigMap is, and it keeps being served meanwhile).
+ * - the tracker's memory is not persisted; the published ConfigMap and status.source are. After
+ *   a restart (or a leader change) whose first fetch fails, the card last published (its
+ *   ConfigMap, with status.source) is the last good card: it is published unchanged (the
+ *   controller finds its bytes up to date and writes nothing), Accepted keeps its value, and
+ *   SourceAvailable=False says why (restore.ts). The first successful fetch then adopts at once.
  *
  * Time comes from the injected clock (monotonic milliseconds), so the policy is tested without
  * sleeping; status times are the wall-clock `now` of the reconcile.
@@ -34,6 +37,7 @@ import type { ConvertedCard } from './convert.ts';
 import { RevalidatingCache, SOURCE_REASONS, sourceUrls, type SourceResult } from './fetch.ts';
 import { adoptedCard, effectiveSpec, type AdoptedSpecInput } from './overlay.ts';
 import type { DocumentCache } from '../discover/cache.ts';
+import { restoredAdoption, type PublishedSource } from './restore.ts';
 
 /** Delay of the fetch that confirms a changed card (the interval, when that is shorter). */
 export const CONFIRM_MS = 10_000;
@@ -78,8 +82,13 @@ export interface SourceOutcome {
   fetched: boolean;
 }
 
-interface Adopted {
+export interface Adopted {
   converted: ConvertedCard;
+  /**
+   * Restored after a restart from the published card (restore.ts): `converted.card` is the card
+   * as published, spec.remove and spec.card already applied, so they are not applied again.
+   */
+  restored?: boolean;
   digest: string;
   url: string;
   fetchTime: string;
@@ -131,6 +140,15 @@ function signatureNote(s: SignatureStatus): string {
   }
 }
 
+/** The card an adoption publishes: the source's card with spec.remove and spec.card applied. */
+function merged(
+  adopted: Pick<Adopted, 'converted' | 'restored'>,
+  spec: Json,
+): { card: Json; unmatched: string[] } {
+  if (adopted.restored) return { card: adopted.converted.card, unmatched: [] };
+  return adoptedCard(adopted.converted.card, spec as AdoptedSpecInput);
+}
+
 export class SourceTracker {
   readonly #deps: SourceDeps;
   readonly #memory = new Map<string, Memory>();
@@ -144,9 +162,8 @@ export class SourceTracker {
   }
 
   /** Whether the last good card is valid with the current spec (spec.remove and spec.card). */
-  #valid(rawSpec: Json, converted: ConvertedCard): boolean {
-    const spec = effectiveSpec(rawSpec, adoptedCard(converted.card, rawSpec as AdoptedSpecInput).card);
-    return validateSpec(spec).spec !== undefined;
+  #valid(rawSpec: Json, adopted: Pick<Adopted, 'converted' | 'restored'>): boolean {
+    return validateSpec(effectiveSpec(rawSpec, merged(adopted, rawSpec).card)).spec !== undefined;
   }
 
   /**
@@ -155,7 +172,12 @@ export class SourceTracker {
    */
   async resolve(
     key: string,
-    ref: { namespace: string; spec: unknown },
+    ref: {
+      namespace: string;
+      spec: unknown;
+      /** The card last published and status.source (restore.ts), read only when needed. */
+      published?: () => PublishedSource | undefined;
+    },
     now: Date,
     signal: AbortSignal,
   ): Promise<SourceOutcome | undefined> {
@@ -191,6 +213,9 @@ export class SourceTracker {
     if (due) {
       memory.lastFetchAt = clockNow;
       await this.#fetch(memory, ref.namespace, source, spec, now, signal, events);
+      // Nothing adopted by this process and the source fails: the published card is the last
+      // good one (after a restart).
+      if (!memory.adopted && memory.failure) memory.adopted = restoredAdoption(ref.published?.());
     }
     const next = Math.max(1_000, memory.lastFetchAt! + wait() - clockNow);
     return { ...this.#outcome(memory, spec), requeueAfterMs: next, events, fetched: due };
@@ -249,9 +274,11 @@ export class SourceTracker {
     if (adopted && adopted.digest === result.digest && adopted.url === result.url) {
       memory.pending = undefined;
       memory.failure = undefined;
+      // The restored card is the one the agent serves: from now on, the agent's own.
+      if (adopted.restored) memory.adopted = { ...adopted, converted: result.converted, restored: undefined };
       return;
     }
-    if (adopted && !this.#valid(spec, result.converted) && this.#valid(spec, adopted.converted)) {
+    if (adopted && !this.#valid(spec, candidate) && this.#valid(spec, adopted)) {
       // The agent's new card is what is wrong: keep the last good one.
       const problems = validateSpec(
         effectiveSpec(spec, adoptedCard(result.converted.card, spec as AdoptedSpecInput).card),
@@ -273,7 +300,9 @@ export class SourceTracker {
       memory.adopted = { ...candidate, changes: 0 };
       return;
     }
-    if (memory.pending?.digest !== result.digest) {
+    // A restored card is not this process's own adoption: the first fetch that answers adopts at
+    // once, as without one (no confirmation), counted as a change since it differs.
+    if (memory.pending?.digest !== result.digest && !adopted.restored) {
       memory.pending = candidate; // seen once: confirmed (or not) by the next fetch
       return;
     }
@@ -298,16 +327,16 @@ export class SourceTracker {
       ...(adopted.changes > 0 ? { changes: adopted.changes } : {}),
       signature: adopted.signature,
     };
-    const published = adopted
-      ? effectiveSpec(spec, adoptedCard(adopted.converted.card, spec as AdoptedSpecInput).card)
-      : undefined;
-    const unmatched = adopted ? adoptedCard(adopted.converted.card, spec as AdoptedSpecInput).unmatched : [];
+    const published = adopted ? effectiveSpec(spec, merged(adopted, spec).card) : undefined;
+    const unmatched = adopted ? merged(adopted, spec).unmatched : [];
     const unmatchedNote = unmatched.length
       ? `; spec.remove ${unmatched.map((p) => `"${p}"`).join(', ')} matched nothing`
       : '';
     if (memory.failure) {
       const kept = adopted
-        ? `the last good card (${short(adopted.digest)}) stays in use`
+        ? adopted.restored
+          ? `the card last published (from ${short(adopted.digest)}) stays in use`
+          : `the last good card (${short(adopted.digest)}) stays in use`
         : 'no card was adopted yet';
       return {
         ...(published ? { spec: published } : {}),

@@ -1,7 +1,8 @@
 // The central card server on the real control plane: the controller publishes the ConfigMaps of
 // AgentCards with spec.serving.server Central, the server (its real code, with a kubeconfig
-// through a TCP relay that can stall) serves them by Host, refuses a host two cards claim, keeps
-// serving a card whose Deployment is scaled to 0 and while the API server is unreachable.
+// through a TCP relay that can stall) serves them by Host, refuses a host two cards claim (and
+// the controller says so in both cards' Serving condition), keeps serving a card whose
+// Deployment is scaled to 0 and while the API server is unreachable.
 import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/
 import { agentCardValidator, missingRequired } from '../support/conformance.ts';
 import {
   Api,
+  condition,
   installCrd,
   privateJwk,
   sampleCard,
@@ -31,6 +33,8 @@ const kc = kubeConfig();
 const api = new Api(kc);
 const apps = kc.makeApiClient(AppsV1Api);
 let ns: TestNamespace;
+/** A second namespace the operator and the server watch: a conflict across namespaces. */
+let ns2: TestNamespace;
 let operator: InProcessOperator;
 let relay: Relay;
 let server: CardServer;
@@ -65,8 +69,13 @@ function get(path: string, host: string | undefined, headers: Record<string, str
   });
 }
 
-async function centralCard(name: string, hosts: string[], extra: Record<string, unknown> = {}) {
-  await api.createCard(ns.name, name, {
+async function centralCard(
+  name: string,
+  hosts: string[],
+  extra: Record<string, unknown> = {},
+  namespace = ns.name,
+) {
+  await api.createCard(namespace, name, {
     card: sampleCard('1.0.0'),
     signing: { keys: [{ secretRef: { name: 'signing', key: 'jwk' } }] },
     serving: { server: 'Central', hosts },
@@ -84,8 +93,10 @@ async function published(name: string): Promise<Record<string, string>> {
 beforeAll(async () => {
   await installCrd(kc);
   ns = await createTestNamespace('card-server');
+  ns2 = await createTestNamespace('card-server-b');
   await api.putSecret(ns.name, 'signing', { jwk: await privateJwk('central-1') }, true);
-  operator = await startOperator(ns.name);
+  await api.putSecret(ns2.name, 'signing', { jwk: await privateJwk('central-2') }, true);
+  operator = await startOperator(ns.name, ['--namespace', ns2.name]);
   const cluster = new URL(kc.getCurrentCluster()!.server);
   relay = await startRelay(cluster.hostname, Number(cluster.port));
   tmp = mkdtempSync(join(tmpdir(), 'card-server-'));
@@ -94,7 +105,7 @@ beforeAll(async () => {
   );
   server = await startCardServer({
     client,
-    namespaces: [ns.name],
+    namespaces: [ns.name, ns2.name],
     port: 0,
     metricsPort: 0,
     host: '127.0.0.1',
@@ -108,6 +119,7 @@ afterAll(async () => {
   await relay?.close();
   await operator?.stop();
   await ns?.cleanup();
+  await ns2?.cleanup();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -180,6 +192,42 @@ describe('the central card server', () => {
     expect((await get(CARD, 'shared.example.com')).status).toBe(404);
     // The first card's other host is not in conflict.
     expect((await get(CARD, 'first.example.com')).status).toBe(200);
+    // Both cards say so, each naming the other.
+    const serving = (card: string, namespace = ns.name) =>
+      waitFor(`${card}'s Serving condition`, async () => {
+        const c = condition(await api.getCard(namespace, card), 'Serving');
+        return c?.reason === 'HostConflict' ? c : undefined;
+      });
+    const [firstServing, secondServing] = await Promise.all([serving('first'), serving('second')]);
+    expect(firstServing).toMatchObject({ status: 'False', observedGeneration: 1 });
+    expect(firstServing.message).toContain('shared.example.com (also claimed by AgentCard second)');
+    expect(secondServing.message).toContain('shared.example.com (also claimed by AgentCard first)');
+    expect(firstServing.message).not.toContain('first.example.com');
+    // The conflict does not gate Ready: the card is published and its other host served.
+    expect(condition(await api.getCard(ns.name, 'first'), 'Ready')?.status).not.toBe('False');
+    await waitFor('a HostConflict Warning Event', async () =>
+      (await api.events(ns.name, 'first')).some((e) => e.reason === 'HostConflict' && e.type === 'Warning'),
+    );
+
+    // A card of another namespace claims the first card's other host: neither names the other's
+    // namespace or name (its users may not read that namespace).
+    await centralCard('elsewhere', ['first.example.com'], {}, ns2.name);
+    const across = await waitFor('the cross-namespace conflict', async () => {
+      const c = condition(await api.getCard(ns.name, 'first'), 'Serving');
+      return c?.message.includes('first.example.com') ? c : undefined;
+    });
+    expect(across.message).toContain('first.example.com (also claimed by an AgentCard in another namespace)');
+    expect(across.message).not.toContain(ns2.name);
+    expect(across.message).not.toContain('elsewhere');
+    const theirs = await serving('elsewhere', ns2.name);
+    expect(theirs.message).toBe(
+      'the card server answers none of the cards claiming first.example.com (also claimed by an AgentCard in another namespace) (404) until all but one let the host go',
+    );
+    await api.deleteCard(ns2.name, 'elsewhere');
+    await waitFor('the cross-namespace conflict over', async () => {
+      const c = condition(await api.getCard(ns.name, 'first'), 'Serving');
+      return c && !c.message.includes('first.example.com');
+    });
     await api.replaceSpec(ns.name, 'second', {
       card: sampleCard('1.0.0'),
       signing: { keys: [{ secretRef: { name: 'signing', key: 'jwk' } }] },
@@ -191,6 +239,17 @@ describe('the central card server', () => {
       return r.status === 200 ? r : undefined;
     });
     expect(back.body).toBe(firstData['agent-card.json']);
+    // The conflict is over for both cards.
+    for (const card of ['first', 'second']) {
+      const c = await waitFor(`${card} Serving again`, async () => {
+        const got = condition(await api.getCard(ns.name, card), 'Serving');
+        return got?.status === 'True' ? got : undefined;
+      });
+      expect(c.reason).toBe('HostsUnique');
+    }
+    expect(condition(await api.getCard(ns.name, 'first'), 'Serving')?.message).toBe(
+      'no other AgentCard claims its 2 hosts on the card server',
+    );
   });
 
   it('keeps serving with the Deployment scaled to 0 and while the API server is unreachable', async () => {
@@ -256,6 +315,12 @@ describe('the central card server', () => {
     const cm = await api.getConfigMap(ns.name, 'injected-agent-card');
     expect(cm?.metadata?.labels?.['agentcard.dev/serving']).toBeUndefined();
     expect(cm?.data?.['serving-hosts']).toBeUndefined();
+    // A card served by its sidecar has no Serving condition.
+    const live = await waitFor('its status', async () => {
+      const card = await api.getCard(ns.name, 'injected');
+      return card?.status?.conditions?.length ? card : undefined;
+    });
+    expect(condition(live, 'Serving')).toBeUndefined();
     expect([...server.index().claims.values()].map((c) => c.key)).not.toContain(
       `${ns.name}/injected-agent-card`,
     );

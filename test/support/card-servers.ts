@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decide } from '../../operator/webhook/mutate.ts';
 import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../../operator/api/names.ts';
+import { kubeletWrite } from './card-files.ts';
 import { spawnSidecar } from './sidecar-process.ts';
 import { freePort } from './ports.ts';
 
@@ -126,6 +127,47 @@ function replaceOnce(text: string, from: string, to: string): string {
   const parts = text.split(from);
   if (parts.length !== 2) throw new Error(`expected '${from.trim()}' once in the nginx configuration`);
   return parts.join(to);
+}
+
+/** A server under the serving conformance suite (serving-conformance.ts), started over card files. */
+export interface TargetServer extends CardServer {
+  /** Publishes a new version of the card files (a ConfigMap's data) and returns once written. */
+  publish(files: Record<string, string>): Promise<void>;
+}
+
+export interface ServingTarget {
+  name: string;
+  /**
+   * Starts a server over `files` (the published ConfigMap's data); `undefined`: nothing is
+   * published yet (the sidecar's empty volume, the card server before its first list).
+   */
+  start(files: Record<string, string> | undefined, opts?: ModeOptions): Promise<TargetServer>;
+  /** What a Host no card claims gets: the default card (the sidecar) or 404 (the card server). */
+  unclaimedHost: 'default' | 404;
+  /** Node's 431 (RFC 6585 section 5), nginx's own 400 for a too long header line. */
+  headerTooLargeStatus: 400 | 431;
+}
+
+/** A sidecar serving mode over a kubelet-style volume of its own. */
+export function sidecarTarget(mode: ServingMode): ServingTarget {
+  return {
+    name: `${mode} mode`,
+    unclaimedHost: 'default',
+    headerTooLargeStatus: mode === 'node' ? 431 : 400,
+    async start(files, opts) {
+      const dir = await mkdtemp(join(tmpdir(), 'agentcard-sidecar-'));
+      if (files) await kubeletWrite(dir, files);
+      const server = await startMode(mode, dir, opts);
+      return {
+        ...server,
+        publish: (next) => kubeletWrite(dir, next),
+        async close() {
+          await server.close();
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  };
 }
 
 export type ProxyKind = 'nginx' | 'haproxy';

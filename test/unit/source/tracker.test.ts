@@ -184,3 +184,95 @@ describe('fetch helpers', () => {
     expect(classifyFetchError('weird', 'x').reason).toBe('SourceHTTPError');
   });
 });
+
+describe('after a restart (the card last published)', () => {
+  const down: SourceResult = {
+    ok: false,
+    url: 'http://agent.test/.well-known/agent-card.json',
+    reason: 'SourceUnreachable',
+    message: 'connection refused',
+  };
+  const status = {
+    url: 'http://agent.test/.well-known/agent-card.json',
+    digest: sourceDigest(JSON.stringify(card('1'))),
+    protocolVersion: '1.0' as const,
+    fetchTime: '2026-12-01T00:00:00.000Z',
+    changes: 2,
+    signature: { result: 'Unsigned' as const },
+  };
+  // As published: spec.remove already applied (one skill of two left), signed by the operator.
+  const publishedCard = {
+    ...card('1'),
+    description: 'fixed',
+    signatures: [{ protected: 'x', signature: 'y' }],
+  };
+
+  function restarted(answer: SourceResult) {
+    let current = answer;
+    const clock = new ManualClock();
+    const tracker = new SourceTracker({
+      clock,
+      fetch: async () => current,
+      servicePort: async () => undefined,
+    });
+    const spec = {
+      source: { url: 'http://agent.test/', interval: '10s' },
+      remove: ['/skills/0'],
+      card: { description: 'fixed' },
+    };
+    const resolve = (published = true) =>
+      tracker.resolve(
+        'ns/a',
+        {
+          namespace: 'ns',
+          spec,
+          ...(published ? { published: () => ({ card: JSON.stringify(publishedCard), status }) } : {}),
+        },
+        new Date(),
+        new AbortController().signal,
+      );
+    return { resolve, clock, set: (r: SourceResult) => (current = r) };
+  }
+
+  it('keeps the published card as it is, status.source unchanged, while the source is down', async () => {
+    const t = restarted(down);
+    const out = (await t.resolve())!;
+    const { signatures: _s, ...unsigned } = publishedCard;
+    // Not merged again: spec.remove would have dropped the one skill left.
+    expect(out.spec).toMatchObject({ card: unsigned });
+    expect(out.status).toEqual(status);
+    expect(out.condition).toMatchObject({ status: 'False', reason: 'SourceUnreachable' });
+    expect(out.condition.message).toContain('the card last published');
+  });
+
+  it('adopts at once a card changed on the agent meanwhile, counted as a change', async () => {
+    const t = restarted(down);
+    await t.resolve();
+    await t.clock.advance(10_000);
+    t.set(ok(card('2')));
+    const out = (await t.resolve())!;
+    expect(out.condition.reason).toBe('Adopted');
+    expect(out.status).toMatchObject({ digest: sourceDigest(JSON.stringify(card('2'))), changes: 3 });
+    expect(out.events.map((e) => e.reason)).toEqual(['SourceChanged']);
+    // spec.remove and spec.card apply to the agent's own card again.
+    expect(out.spec).toMatchObject({ card: { version: '2', description: 'fixed' } });
+  });
+
+  it('takes the agent back with the same card without a change', async () => {
+    const t = restarted(down);
+    await t.resolve();
+    await t.clock.advance(10_000);
+    t.set(ok(card('1')));
+    const out = (await t.resolve())!;
+    expect(out.condition.reason).toBe('Adopted');
+    expect(out.status).toEqual(status);
+    expect(out.events).toEqual([]);
+  });
+
+  it('has nothing to restore without status.source or a published card', async () => {
+    const t = restarted(down);
+    const out = (await t.resolve(false))!;
+    expect(out.spec).toBeUndefined();
+    expect(out.condition.message).toContain('no card was adopted yet');
+  });
+});
