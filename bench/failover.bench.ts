@@ -28,9 +28,11 @@
  * docs/scaling.md, "Failover").
  *
  * Run: `node bench/failover.bench.ts [--cards 1000,10000] [--kills 3] [--before <checkout>]
- * [--namespace NS] [--write]` (Node.js 24); `--before` names a checkout of an earlier commit (with
- * its node_modules) whose bundle runs as "before"; `--namespace` names the namespace of the cards
- * (one size only): created with its cards if missing and kept, reused as it is if present; `--write` writes docs/BENCHMARKS.md's section.
+ * [--namespace NS] [--logs DIR] [--create-concurrency 32] [--write]` (Node.js 24): `--before`
+ * names a checkout of an earlier commit (with its node_modules) whose bundle runs as "before";
+ * `--namespace` names the namespace of the cards (one size only): created with its cards if
+ * missing and kept, reused as it is if present; `--logs` keeps the operators' logs in DIR; cards
+ * are created with 32 requests in flight by default; `--write` writes docs/BENCHMARKS.md's section.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
