@@ -38,6 +38,7 @@ import { plannedEvents, type PlannedEvent } from './events.ts';
 import { ownedStatus, statusChanged, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
 import type { SourceOutcome } from '../source/tracker.ts';
+import type { IssuanceState } from '../issuer/plan.ts';
 
 /** An AgentCard as the informer holds it (raw JSON from the API server). */
 export interface AgentCardObject {
@@ -89,6 +90,19 @@ export interface PlanInput {
   serving?: ServingSummary;
   /** For an adopted card (spec.source): the card taken from the agent (operator/source/). */
   source?: SourceOutcome;
+  /** For a key that names an issuerRef: the card's issued Secret and what the issuer controller says. */
+  issued?: IssuedKey;
+}
+
+/**
+ * The input of a key that names an issuerRef (operator/issuer/): the Secret cert-manager writes
+ * for the card, whether the operator requests certificates at all, and the issuer controller's
+ * view of the Certificate (undefined: not reconciled yet).
+ */
+export interface IssuedKey {
+  secretName: string;
+  enabled: boolean;
+  state?: IssuanceState;
 }
 
 export interface Plan {
@@ -208,6 +222,7 @@ export async function loadSigningKeys(
   served: string,
   subject: 'card' | 'catalog' = 'card',
   now: Date = new Date(),
+  issued?: IssuedKey,
 ): Promise<SigningOutcome> {
   const signing = spec.signing;
   if (!signing) {
@@ -221,14 +236,48 @@ export async function loadSigningKeys(
     };
   }
   const problems: Array<{
-    reason: 'SigningKeyNotFound' | 'SigningKeyInvalid' | 'SigningCertificateInvalid';
+    reason:
+      | 'SigningKeyNotFound'
+      | 'SigningKeyInvalid'
+      | 'SigningCertificateInvalid'
+      | 'CertificatePending'
+      | 'CertificateNotRequested';
     message: string;
   }> = [];
   const keys: SigningKey[] = [];
   for (const [i, ref] of signing.keys.entries()) {
     const where = `spec.signing.keys[${i}]`;
+    if (ref.issuerRef) {
+      // Never signs with a Secret the operator did not request, and never publishes unsigned
+      // meanwhile: the last good card stays served until the issued certificate signs.
+      const refused = issuedKeyProblem(ref.issuerRef, where, issued, secrets);
+      if (refused) {
+        problems.push(refused);
+        continue;
+      }
+      const loaded = await loadCertificateKey(
+        ref,
+        issued!.secretName,
+        where,
+        namespace,
+        secrets,
+        subject,
+        now,
+      );
+      if ('key' in loaded) keys.push(loaded.key);
+      else problems.push(loaded);
+      continue;
+    }
     if (ref.certificate) {
-      const loaded = await loadCertificateKey(ref, where, namespace, secrets, subject, now);
+      const loaded = await loadCertificateKey(
+        ref,
+        ref.certificate.secretName,
+        where,
+        namespace,
+        secrets,
+        subject,
+        now,
+      );
       if ('key' in loaded) keys.push(loaded.key);
       else problems.push(loaded);
       continue;
@@ -285,9 +334,36 @@ export async function loadSigningKeys(
   };
 }
 
-/** One certificate key (spec.signing.keys[i].certificate): the kubernetes.io/tls Secret it names. */
+/**
+ * Why a key that names an issuerRef cannot sign yet, or undefined when its issued Secret is there
+ * to be loaded: the operator does not request certificates, the issuer controller refuses (no
+ * cert-manager, a Certificate it does not own, no identity), or cert-manager has not issued it.
+ */
+function issuedKeyProblem(
+  issuerRef: { name: string; kind: string },
+  where: string,
+  issued: IssuedKey | undefined,
+  secrets: ReadonlyMap<string, SecretView | undefined>,
+): { reason: 'CertificatePending' | 'CertificateNotRequested'; message: string } | undefined {
+  if (!issued?.enabled)
+    return {
+      reason: 'CertificateNotRequested',
+      message: `${where} names ${issuerRef.kind} "${issuerRef.name}", but this operator does not request certificates (start it with --cert-manager; chart value certManager.enabled)`,
+    };
+  if (issued.state && !issued.state.sign)
+    return { reason: issued.state.reason, message: `${where}: ${issued.state.message}` };
+  if (secrets.get(issued.secretName) === undefined)
+    return {
+      reason: 'CertificatePending',
+      message: `${where}: ${issued.state?.message ?? `waiting for the Certificate "${issued.secretName}" to be requested from ${issuerRef.kind} "${issuerRef.name}"`}; the card is signed as soon as cert-manager writes Secret "${issued.secretName}"`,
+    };
+  return undefined;
+}
+
+/** One certificate key (spec.signing.keys[i].certificate, or an issued one): the kubernetes.io/tls Secret `name`. */
 async function loadCertificateKey(
   ref: NonNullable<AgentCardSpec['signing']>['keys'][number],
+  name: string,
   where: string,
   namespace: string,
   secrets: ReadonlyMap<string, SecretView | undefined>,
@@ -296,8 +372,6 @@ async function loadCertificateKey(
 ): Promise<
   { key: SigningKey } | { reason: 'SigningKeyNotFound' | 'SigningCertificateInvalid'; message: string }
 > {
-  const cert = ref.certificate!;
-  const name = cert.secretName;
   const secret = secrets.get(name);
   if (!secret) {
     return {
@@ -513,7 +587,7 @@ export async function planReconcile(input: PlanInput): Promise<Plan> {
         'Accepted',
       ),
     );
-    const signing = await loadSigningKeys(spec, namespace, input.secrets, served, 'card', now);
+    const signing = await loadSigningKeys(spec, namespace, input.secrets, served, 'card', now, input.issued);
     next.push(at(signing.condition, 'Signed'));
     if (signing.keys) {
       const expiry = certificateExpiry(signing.keys, now);
