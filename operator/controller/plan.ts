@@ -264,7 +264,14 @@ export async function loadSigningKeys(
         subject,
         now,
       );
-      if ('key' in loaded) keys.push(loaded.key);
+      const identity = issued!.state?.identity;
+      const carried = 'key' in loaded ? loaded.key.certificate?.identities : undefined;
+      if (identity && carried && (carried.length !== 1 || carried[0] !== identity)) {
+        problems.push({
+          reason: 'CertificatePending',
+          message: `${where}: the certificate in Secret "${issued!.secretName}" names ${carried.join(', ') || 'no identity'}, not only the card's identity ${identity}; waiting for cert-manager to issue the Certificate as the operator requested it`,
+        });
+      } else if ('key' in loaded) keys.push(loaded.key);
       else problems.push(loaded);
       continue;
     }

@@ -247,6 +247,12 @@ export interface IssuanceState {
   sign: boolean;
   reason: 'CertificatePending' | 'CertificateNotRequested';
   message: string;
+  /**
+   * The identity the card's certificate must carry, and nothing else: a Secret whose certificate
+   * names anything more or else (an edit by hand not yet undone, a template or service account
+   * that changed and a renewal not yet done) does not sign; the last good card stays served.
+   */
+  identity?: string;
 }
 
 /** The state of an owned Certificate, from its Ready condition (cert-manager's own words). */
@@ -255,7 +261,7 @@ export function issuanceFromCertificate(cert: CertificateObject, identity: strin
   const issuer = (cert.spec?.issuerRef ?? {}) as { name?: string; kind?: string };
   const where = `Certificate "${cert.metadata.name}" for ${identity} from ${issuer.kind ?? 'Issuer'} "${issuer.name ?? ''}"`;
   if (ready?.status === 'True')
-    return { sign: true, reason: 'CertificatePending', message: `${where} is issued` };
+    return { sign: true, reason: 'CertificatePending', message: `${where} is issued`, identity };
   const why = ready
     ? `${ready.reason ?? 'NotReady'}: ${(ready.message ?? '').slice(0, 300)}`
     : 'no status yet';
@@ -263,5 +269,6 @@ export function issuanceFromCertificate(cert: CertificateObject, identity: strin
     sign: true,
     reason: 'CertificatePending',
     message: `${where} is not issued yet (${why}); check it with kubectl describe certificate ${cert.metadata.name}`,
+    identity,
   };
 }
