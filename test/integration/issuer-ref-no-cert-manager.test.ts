@@ -48,6 +48,23 @@ afterAll(async () => {
 });
 
 describe('issuerRef without cert-manager', () => {
+  it('the API server refuses a key with two kinds, and two issuerRef keys (CEL)', async () => {
+    const refused = async (keys: unknown[]) => {
+      try {
+        await api.createCard(ns.name, 'bad', { card: sampleCard(), signing: { keys } });
+      } catch (err) {
+        return String((err as { body?: unknown }).body ?? err);
+      }
+      throw new Error('the API server accepted it');
+    };
+    expect(await refused([{ issuerRef: { name: 'ca' }, certificate: { secretName: 'x' } }])).toContain(
+      'set exactly one of secretRef, certificate and issuerRef',
+    );
+    expect(await refused([{ issuerRef: { name: 'a' } }, { issuerRef: { name: 'b' } }])).toContain(
+      'at most one key may name an issuerRef',
+    );
+  });
+
   it('says CertificateNotRequested, publishes nothing unsigned, and keeps the operator working', async () => {
     await api.createCard(ns.name, 'recipes', {
       card: sampleCard(),
