@@ -126,3 +126,19 @@ export const ADOPT_HOSTS_ANNOTATION = 'agentcard.dev/card-hosts';
 export const ADOPTED_LABEL = 'agentcard.dev/adopted-from';
 /** The default namespace label that allows adoption (chart value adoption.namespaceSelector). */
 export const ADOPTION_NAMESPACE_LABEL = 'agentcard.dev/adoption';
+
+// ---- signing certificates requested from cert-manager (operator/issuer/) ---------------------
+
+/** Suffix of the Certificate (and its Secret) the operator requests for a card's issuerRef key. */
+export const SIGNING_CERTIFICATE_SUFFIX = '-signing';
+
+/**
+ * The name of the cert-manager Certificate the operator owns for an AgentCard, and of the Secret
+ * cert-manager writes for it: `<agentcard-name>-signing`, hashed when longer than a name may be.
+ */
+export function signingCertificateName(cardName: string): string {
+  const name = `${cardName}${SIGNING_CERTIFICATE_SUFFIX}`;
+  if (name.length <= 253) return name;
+  const hash = createHash('sha256').update(cardName).digest('hex').slice(0, 16);
+  return `${cardName.slice(0, 253 - SIGNING_CERTIFICATE_SUFFIX.length - 17)}-${hash}${SIGNING_CERTIFICATE_SUFFIX}`;
+}

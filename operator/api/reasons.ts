@@ -29,6 +29,12 @@ export const SIGNED_REASONS = [
   'SigningCertificateInvalid',
   'SpecNotAccepted',
 ] as const;
+/** An AgentCard's keys can name an issuerRef (operator/issuer/); a catalog's cannot. */
+export const CARD_SIGNED_REASONS = [
+  ...SIGNED_REASONS,
+  'CertificatePending',
+  'CertificateNotRequested',
+] as const;
 /** Published, for both kinds: the too-large reason names what does not fit. */
 const PUBLISH_OUTCOME_REASONS = ['Published', 'NotPublished', 'PublishFailed', 'PublishRejected'] as const;
 export const CARD_PUBLISHED_REASONS = [...PUBLISH_OUTCOME_REASONS, 'CardTooLarge'] as const;
@@ -77,6 +83,8 @@ export const SOURCE_AVAILABLE_REASONS = [
   'SourceServicePortNotFound',
 ] as const;
 /** Ready's own reasons; otherwise Ready copies the reason of the condition that blocks it. */
+/** Serving (centrally served AgentCards only): whether another card claims one of its hosts. */
+export const SERVING_REASONS = ['HostsUnique', 'HostConflict'] as const;
 export const READY_REASONS = ['Ready', 'Reconciling'] as const;
 
 export type AcceptedReason = (typeof ACCEPTED_REASONS)[number];
@@ -84,6 +92,8 @@ export type CardAcceptedReason = (typeof CARD_ACCEPTED_REASONS)[number];
 export type CertificatesValidReason = (typeof CERTIFICATES_VALID_REASONS)[number];
 export type SourceAvailableReason = (typeof SOURCE_AVAILABLE_REASONS)[number];
 export type SignedReason = (typeof SIGNED_REASONS)[number];
+export type CardSignedReason = (typeof CARD_SIGNED_REASONS)[number];
+export type ServingReason = (typeof SERVING_REASONS)[number];
 export type CardPublishedReason = (typeof CARD_PUBLISHED_REASONS)[number];
 export type CatalogPublishedReason = (typeof CATALOG_PUBLISHED_REASONS)[number];
 export type InterfacesReason =
@@ -96,16 +106,17 @@ export type InterfacesReason =
 /** The reasons of each AgentCard condition type. */
 export interface CardReasons {
   Accepted: CardAcceptedReason;
-  Signed: SignedReason;
+  Signed: CardSignedReason;
   Published: CardPublishedReason;
   InterfacesReachable: InterfacesReason;
   CertificatesValid: CertificatesValidReason;
   SourceAvailable: SourceAvailableReason;
+  Serving: ServingReason;
   /** Ready waits for Accepted, Signed, Published and InterfacesReachable only (conditions.ts). */
   Ready:
     | (typeof READY_REASONS)[number]
     | CardAcceptedReason
-    | SignedReason
+    | CardSignedReason
     | CardPublishedReason
     | InterfacesReason;
 }
@@ -127,11 +138,12 @@ export function reasonsDescription(byType: Record<string, readonly string[]>): s
 
 export const CARD_REASONS_BY_TYPE = {
   Accepted: CARD_ACCEPTED_REASONS,
-  Signed: SIGNED_REASONS,
+  Signed: CARD_SIGNED_REASONS,
   Published: CARD_PUBLISHED_REASONS,
   InterfacesReachable: INTERFACES_REASONS,
   CertificatesValid: CERTIFICATES_VALID_REASONS,
   SourceAvailable: SOURCE_AVAILABLE_REASONS,
+  Serving: SERVING_REASONS,
   Ready: READY_REASONS,
 } as const;
 

@@ -50,9 +50,13 @@ export function parseCertificates(pem: string, what: string): X509Certificate[] 
   });
 }
 
-/** A short, readable distinguished name ("CN=agent, O=example"). */
-function dn(text: string): string {
-  return text.split('\n').filter(Boolean).join(', ') || '(empty subject)';
+/**
+ * A short, readable distinguished name ("CN=agent, O=example"). Node.js gives `undefined` for an
+ * empty one, which X.509-SVIDs have (SPIFFE X509-SVID section 3: the identity is in the URI SAN;
+ * cert-manager issues a Certificate without commonName this way).
+ */
+function dn(text: string | undefined): string {
+  return (text ?? '').split('\n').filter(Boolean).join(', ') || '(empty subject)';
 }
 
 /** The SANs of a certificate: URIs first, then DNS names (node's subjectAltName text). */

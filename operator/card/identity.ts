@@ -4,8 +4,9 @@
  * administrator sets, never from anything a namespace user writes freely. The default is a
  * SPIFFE ID (SPIFFE ID specification section 2: `spiffe://<trust domain>/<path>`), in the
  * Kubernetes form used by Istio and SPIRE: `spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount}`.
- * The namespace always comes from the object; only the service account name is the user's, and
- * it names an account in that namespace only.
+ * The namespace always comes from the object, and the service account from the workload the card
+ * describes (operator/issuer/plan.ts serviceAccountOf), never from a field of the AgentCard. The
+ * Certificate itself is built by operator/issuer/plan.ts.
  */
 import { UserError } from '../errors.ts';
 
@@ -55,36 +56,4 @@ export function renderIdentity(template: string, values: Record<Variable, string
     if (!ok) throw new UserError(`${v} "${value.slice(0, 64)}" cannot be put in an identity`);
   }
   return template.replace(/\{(trustDomain|namespace|serviceAccount|name)\}/g, (_m, v: Variable) => values[v]);
-}
-
-/**
- * The cert-manager Certificate (cert-manager.io/v1) the operator would own for one card's signing
- * key: URI SAN only (no common name, as SPIFFE X.509-SVIDs), the digital signature usage, a new
- * ECDSA P-256 key on each renewal, and the Secret labelled so its renewal re-signs at once.
- */
-export function desiredSigningCertificate(opts: {
-  namespace: string;
-  secretName: string;
-  identity: string;
-  issuerRef: { name: string; kind: string; group: string };
-  owner: { apiVersion: string; kind: string; name: string; uid: string };
-  secretLabels: Record<string, string>;
-}): Record<string, unknown> {
-  return {
-    apiVersion: 'cert-manager.io/v1',
-    kind: 'Certificate',
-    metadata: {
-      name: opts.secretName,
-      namespace: opts.namespace,
-      ownerReferences: [{ ...opts.owner, controller: true, blockOwnerDeletion: true }],
-    },
-    spec: {
-      secretName: opts.secretName,
-      issuerRef: opts.issuerRef,
-      uris: [opts.identity],
-      usages: ['digital signature'],
-      privateKey: { algorithm: 'ECDSA', size: 256, rotationPolicy: 'Always' },
-      secretTemplate: { labels: opts.secretLabels },
-    },
-  };
 }

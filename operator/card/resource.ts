@@ -81,25 +81,28 @@ export const CertificateKeySchema = z
     'A certificate signing key: each signature carries the certificate chain in its protected header ("x5c", RFC 7515 section 4.1.6) next to the kid.',
   );
 
+const KID_FIELD = z
+  .string()
+  .min(1)
+  .describe(
+    'Key id put in the JWS header and the JWKS. Default: the JWK "kid", else its RFC 7638 thumbprint.',
+  )
+  .optional();
+const ALG_FIELD = z
+  .enum(SIGNING_ALGS)
+  .describe(
+    'JWS algorithm. Default: from the key type (P-256: ES256, P-384: ES384, Ed25519: EdDSA, RSA: RS256).',
+  )
+  .optional();
+
 export const SigningKeyRefSchema = z
   .strictObject({
     secretRef: SecretKeySelectorSchema.describe(
       'The Secret entry holding the private key: a private JWK (JSON) or a PKCS#8 PEM.',
     ).optional(),
     certificate: CertificateKeySchema.optional(),
-    kid: z
-      .string()
-      .min(1)
-      .describe(
-        'Key id put in the JWS header and the JWKS. Default: the JWK "kid", else its RFC 7638 thumbprint.',
-      )
-      .optional(),
-    alg: z
-      .enum(SIGNING_ALGS)
-      .describe(
-        'JWS algorithm. Default: from the key type (P-256: ES256, P-384: ES384, Ed25519: EdDSA, RSA: RS256).',
-      )
-      .optional(),
+    kid: KID_FIELD,
+    alg: ALG_FIELD,
   })
   .refine((k) => (k.secretRef === undefined) !== (k.certificate === undefined), {
     message: 'set exactly one of secretRef and certificate',
@@ -116,6 +119,71 @@ export const SigningKeyRefSchema = z
     'A signing key (a JWK or PEM in a Secret, or a certificate); each key adds one signature, in order.',
   );
 
+/**
+ * A cert-manager issuer (cert-manager.io/v1 ObjectReference of Certificate.spec.issuerRef): the
+ * operator requests the card's signing certificate from it (operator/issuer/), in the style of
+ * cert-manager's ingress-shim. Only the issuer is the user's to choose; the certificate's identity
+ * comes from the administrator's template (operator/card/identity.ts).
+ */
+export const IssuerRefSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1)
+      .max(253)
+      .describe('Name of the Issuer (in the namespace of the AgentCard) or of the ClusterIssuer.'),
+    kind: z
+      .string()
+      .min(1)
+      .max(63)
+      .default('Issuer')
+      .describe(
+        'Kind of the issuer: Issuer or ClusterIssuer for cert-manager.io, or the kind of an external issuer (default Issuer).',
+      ),
+    group: z
+      .string()
+      .min(1)
+      .max(253)
+      .default('cert-manager.io')
+      .describe('API group of the issuer (default cert-manager.io; an external issuer has its own).'),
+  })
+  .describe(
+    "A cert-manager issuer: the operator creates and owns a Certificate for the workload identity of the card and signs with the Secret cert-manager issues (needs cert-manager and the operator's --cert-manager).",
+  );
+
+/** A signing key of an AgentCard: a catalog's kinds, or a certificate the operator requests. */
+export const CardSigningKeyRefSchema = z
+  .strictObject({
+    secretRef: SecretKeySelectorSchema.describe(
+      'The Secret entry holding the private key: a private JWK (JSON) or a PKCS#8 PEM.',
+    ).optional(),
+    certificate: CertificateKeySchema.optional(),
+    issuerRef: IssuerRefSchema.optional(),
+    kid: KID_FIELD,
+    alg: ALG_FIELD,
+  })
+  .refine((k) => [k.secretRef, k.certificate, k.issuerRef].filter((v) => v !== undefined).length === 1, {
+    message: 'set exactly one of secretRef, certificate and issuerRef',
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: '(has(self.secretRef) ? 1 : 0) + (has(self.certificate) ? 1 : 0) + (has(self.issuerRef) ? 1 : 0) == 1',
+        message: 'set exactly one of secretRef, certificate and issuerRef',
+      },
+    ],
+  })
+  .describe(
+    'A signing key (a JWK or PEM in a Secret, a certificate Secret, or a certificate the operator requests from a cert-manager issuer); each key adds one signature, in order.',
+  );
+
+const JKU_FIELD = z
+  .string()
+  .max(2048)
+  .regex(/^https:[^\s]+$/, 'must be an https URL')
+  .describe('Optional https URL of the JWKS with the public keys, put in each JWS protected header as "jku".')
+  .optional();
+
 export const SigningSchema = z
   .strictObject({
     keys: z
@@ -123,14 +191,29 @@ export const SigningSchema = z
       .min(1)
       .max(8)
       .describe('Signing keys, in order; several keys sign the card several times (key rotation).'),
-    jku: z
-      .string()
-      .max(2048)
-      .regex(/^https:[^\s]+$/, 'must be an https URL')
-      .describe(
-        'Optional https URL of the JWKS with the public keys, put in each JWS protected header as "jku".',
-      )
-      .optional(),
+    jku: JKU_FIELD,
+  })
+  .describe('Signing of the card (JCS + detached JWS, A2A spec section 8.4). Absent: the card is unsigned.');
+
+export const CardSigningSchema = z
+  .strictObject({
+    keys: z
+      .array(CardSigningKeyRefSchema)
+      .min(1)
+      .max(8)
+      .refine((keys) => keys.filter((k) => k.issuerRef !== undefined).length <= 1, {
+        message: 'at most one key may name an issuerRef (the operator requests one certificate per card)',
+      })
+      .meta({
+        'x-kubernetes-validations': [
+          {
+            rule: 'self.filter(k, has(k.issuerRef)).size() <= 1',
+            message: 'at most one key may name an issuerRef (the operator requests one certificate per card)',
+          },
+        ],
+      })
+      .describe('Signing keys, in order; several keys sign the card several times (key rotation).'),
+    jku: JKU_FIELD,
   })
   .describe('Signing of the card (JCS + detached JWS, A2A spec section 8.4). Absent: the card is unsigned.');
 
@@ -548,7 +631,7 @@ export const AgentCardResourceSpecSchema = z
     source: SourceSchema.optional(),
     remove: RemoveSchema.optional(),
     card: SpecCardOverlaySchema.optional(),
-    signing: SigningSchema.optional(),
+    signing: CardSigningSchema.optional(),
     serving: ServingSchema.optional(),
     probe: ProbeSchema.optional(),
     audiences: AudiencesSchema.optional(),
@@ -594,7 +677,7 @@ export const AgentCardResourceSpecSchema = z
 export const AgentCardSpecSchema = z
   .strictObject({
     card: SpecCardSchema,
-    signing: SigningSchema.optional(),
+    signing: CardSigningSchema.optional(),
     serving: ServingSchema.optional(),
     probe: ProbeSchema.optional(),
     audiences: AudiencesSchema.optional(),
@@ -849,6 +932,8 @@ export type Audience = z.infer<typeof AudienceSchema>;
 export type AudienceStatus = NonNullable<AgentCardStatus['audiences']>[number];
 export type SpecCard = z.infer<typeof SpecCardSchema>;
 export type SigningKeyRef = z.infer<typeof SigningKeyRefSchema>;
+export type CardSigningKeyRef = z.infer<typeof CardSigningKeyRefSchema>;
+export type IssuerRef = z.infer<typeof IssuerRefSchema>;
 export type CertificateKey = z.infer<typeof CertificateKeySchema>;
 export type Serving = z.infer<typeof ServingSchema>;
 export type Probe = z.infer<typeof ProbeSchema>;

@@ -24,7 +24,17 @@
  */
 import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
-import { API_VERSION, CARD_LABEL, configMapName, GROUP, KIND, PLURAL, VERSION } from '../api/names.ts';
+import {
+  API_VERSION,
+  CARD_LABEL,
+  configMapName,
+  GROUP,
+  KIND,
+  PLURAL,
+  signingCertificateName,
+  VERSION,
+} from '../api/names.ts';
+import type { IssuanceState } from '../issuer/plan.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
 import { collectionPath } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -68,6 +78,11 @@ export interface ControllerOptions {
   namespaces: string[];
   /** Named mode: the only Secrets the operator may read, by name (`--secret-name`). */
   secretNames?: readonly string[];
+  /**
+   * Set when the operator requests signing certificates (--cert-manager): what the issuer
+   * controller knows of a card's Certificate (operator/issuer/), read when its key is resolved.
+   */
+  issuance?: (cardKey: string) => IssuanceState | undefined;
   concurrency: number;
   resyncMs: number;
   log: Logger;
@@ -288,7 +303,7 @@ export class Controller {
     const key = objectKey(namespace, name);
     this.secretIndex.set(
       key,
-      referencedSecretNames(obj.spec).map((s) => objectKey(namespace, s)),
+      referencedSecretNames(obj.spec, name).map((s) => objectKey(namespace, s)),
     );
     const changed =
       !old ||
@@ -419,6 +434,7 @@ export class Controller {
       namespace,
       resource.spec,
       signal,
+      name,
     );
     const cmName = configMapName(name);
     const input = {
@@ -429,6 +445,11 @@ export class Controller {
         this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
       now,
       serving: summarizeServing({ name, namespace }, this.pods.podsFor(key)),
+      issued: {
+        secretName: signingCertificateName(name),
+        enabled: this.opts.issuance !== undefined,
+        state: this.opts.issuance?.(key),
+      },
       ...(source ? { source } : {}),
     };
     // Decided once (validate, render, sign); a failed publish only changes the derived status.

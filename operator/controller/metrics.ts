@@ -21,6 +21,7 @@ export const CONTROLLER_NAMES = {
   cards: 'agentcard',
   catalogs: 'agentcatalog',
   adoption: 'adoption',
+  issuer: 'issuer',
 } as const;
 
 const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;

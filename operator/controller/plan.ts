@@ -28,7 +28,7 @@ import {
   type ConditionInput,
 } from './conditions.ts';
 import { PUBLISHED, type PublishResult } from '../runtime/outcome.ts';
-import type { SignedReason } from '../api/reasons.ts';
+import type { CardSignedReason } from '../api/reasons.ts';
 import {
   byteLength,
   configMapNameProblem,
@@ -47,6 +47,7 @@ import { plannedEvents, type PlannedEvent } from './events.ts';
 import { ownedStatus, statusChanged, type CardStatus, type ControllerStatus } from './status.ts';
 import type { Condition, ConditionStatus } from './types.ts';
 import type { SourceOutcome } from '../source/tracker.ts';
+import type { IssuanceState } from '../issuer/plan.ts';
 
 /** Omit over each member of a union (a typed condition keeps its type/reason pairing). */
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -94,6 +95,19 @@ export interface PlanInput {
   serving?: ServingSummary;
   /** For an adopted card (spec.source): the card taken from the agent (operator/source/). */
   source?: SourceOutcome;
+  /** For a key that names an issuerRef: the card's issued Secret and what the issuer controller says. */
+  issued?: IssuedKey;
+}
+
+/**
+ * The input of a key that names an issuerRef (operator/issuer/): the Secret cert-manager writes
+ * for the card, whether the operator requests certificates at all, and the issuer controller's
+ * view of the Certificate (undefined: not reconciled yet).
+ */
+export interface IssuedKey {
+  secretName: string;
+  enabled: boolean;
+  state?: IssuanceState;
 }
 
 export interface Plan {
@@ -195,7 +209,7 @@ function importCertificateCached(
 const TLS_ENTRIES = { certificate: 'tls.crt', privateKey: 'tls.key', ca: 'ca.crt' } as const;
 
 export interface SigningOutcome {
-  condition: Omit<ConditionInput, 'type' | 'observedGeneration' | 'reason'> & { reason: SignedReason };
+  condition: Omit<ConditionInput, 'type' | 'observedGeneration' | 'reason'> & { reason: CardSignedReason };
   keys?: SigningKey[];
 }
 
@@ -211,6 +225,7 @@ export async function loadSigningKeys(
   served: string,
   subject: 'card' | 'catalog' = 'card',
   now: Date = new Date(),
+  issued?: IssuedKey,
 ): Promise<SigningOutcome> {
   const signing = spec.signing;
   if (!signing) {
@@ -224,14 +239,55 @@ export async function loadSigningKeys(
     };
   }
   const problems: Array<{
-    reason: 'SigningKeyNotFound' | 'SigningKeyInvalid' | 'SigningCertificateInvalid';
+    reason:
+      | 'SigningKeyNotFound'
+      | 'SigningKeyInvalid'
+      | 'SigningCertificateInvalid'
+      | 'CertificatePending'
+      | 'CertificateNotRequested';
     message: string;
   }> = [];
   const keys: SigningKey[] = [];
   for (const [i, ref] of signing.keys.entries()) {
     const where = `spec.signing.keys[${i}]`;
+    if (ref.issuerRef) {
+      // Never signs with a Secret the operator did not request, and never publishes unsigned
+      // meanwhile: the last good card stays served until the issued certificate signs.
+      const refused = issuedKeyProblem(ref.issuerRef, where, issued, secrets);
+      if (refused) {
+        problems.push(refused);
+        continue;
+      }
+      const loaded = await loadCertificateKey(
+        ref,
+        issued!.secretName,
+        where,
+        namespace,
+        secrets,
+        subject,
+        now,
+      );
+      const identity = issued!.state?.identity;
+      const carried = 'key' in loaded ? loaded.key.certificate?.identities : undefined;
+      if (identity && carried && (carried.length !== 1 || carried[0] !== identity)) {
+        problems.push({
+          reason: 'CertificatePending',
+          message: `${where}: the certificate in Secret "${issued!.secretName}" names ${carried.join(', ') || 'no identity'}, not only the card's identity ${identity}; waiting for cert-manager to issue the Certificate as the operator requested it`,
+        });
+      } else if ('key' in loaded) keys.push(loaded.key);
+      else problems.push(loaded);
+      continue;
+    }
     if (ref.certificate) {
-      const loaded = await loadCertificateKey(ref, where, namespace, secrets, subject, now);
+      const loaded = await loadCertificateKey(
+        ref,
+        ref.certificate.secretName,
+        where,
+        namespace,
+        secrets,
+        subject,
+        now,
+      );
       if ('key' in loaded) keys.push(loaded.key);
       else problems.push(loaded);
       continue;
@@ -288,9 +344,36 @@ export async function loadSigningKeys(
   };
 }
 
-/** One certificate key (spec.signing.keys[i].certificate): the kubernetes.io/tls Secret it names. */
+/**
+ * Why a key that names an issuerRef cannot sign yet, or undefined when its issued Secret is there
+ * to be loaded: the operator does not request certificates, the issuer controller refuses (no
+ * cert-manager, a Certificate it does not own, no identity), or cert-manager has not issued it.
+ */
+function issuedKeyProblem(
+  issuerRef: { name: string; kind: string },
+  where: string,
+  issued: IssuedKey | undefined,
+  secrets: ReadonlyMap<string, SecretView | undefined>,
+): { reason: 'CertificatePending' | 'CertificateNotRequested'; message: string } | undefined {
+  if (!issued?.enabled)
+    return {
+      reason: 'CertificateNotRequested',
+      message: `${where} names ${issuerRef.kind} "${issuerRef.name}", but this operator does not request certificates (start it with --cert-manager; chart value certManager.enabled)`,
+    };
+  if (issued.state && !issued.state.sign)
+    return { reason: issued.state.reason, message: `${where}: ${issued.state.message}` };
+  if (secrets.get(issued.secretName) === undefined)
+    return {
+      reason: 'CertificatePending',
+      message: `${where}: ${issued.state?.message ?? `waiting for the Certificate "${issued.secretName}" to be requested from ${issuerRef.kind} "${issuerRef.name}"`}; the card is signed as soon as cert-manager writes Secret "${issued.secretName}"`,
+    };
+  return undefined;
+}
+
+/** One certificate key (spec.signing.keys[i].certificate, or an issued one): the kubernetes.io/tls Secret `name`. */
 async function loadCertificateKey(
   ref: NonNullable<AgentCardSpec['signing']>['keys'][number],
+  name: string,
   where: string,
   namespace: string,
   secrets: ReadonlyMap<string, SecretView | undefined>,
@@ -299,8 +382,6 @@ async function loadCertificateKey(
 ): Promise<
   { key: SigningKey } | { reason: 'SigningKeyNotFound' | 'SigningCertificateInvalid'; message: string }
 > {
-  const cert = ref.certificate!;
-  const name = cert.secretName;
   const secret = secrets.get(name);
   if (!secret) {
     return {
@@ -518,7 +599,7 @@ export interface CardDecision {
 
 type DecisionInput = Pick<
   PlanInput,
-  'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes' | 'now' | 'source'
+  'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes' | 'now' | 'source' | 'issued'
 >;
 
 /** A timer cannot wait past 2^31 ms, and the resync checks again anyway. */
@@ -600,7 +681,15 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     reason: 'Valid',
     message: `the spec is valid${warningsNote(validation.problems)}`,
   });
-  const signing = await loadSigningKeys(spec, namespace, input.secrets, served, 'card', input.now);
+  const signing = await loadSigningKeys(
+    spec,
+    namespace,
+    input.secrets,
+    served,
+    'card',
+    input.now,
+    input.issued,
+  );
   const signed = at({ type: 'Signed', ...signing.condition });
   if (!signing.keys) {
     return decision({

@@ -16,9 +16,11 @@ export async function readReferencedSecrets(
   namespace: string,
   spec: unknown,
   signal?: AbortSignal,
+  /** The AgentCard's name: its issuerRef key refers to the Secret issued for it. */
+  cardName?: string,
 ): Promise<Map<string, SecretView | undefined>> {
   const out = new Map<string, SecretView | undefined>();
-  for (const name of referencedSecretNames(spec)) {
+  for (const name of referencedSecretNames(spec, cardName)) {
     const cached = scope?.secrets.map((c) => c.get(name, namespace)).find((s) => s !== undefined);
     // Named mode: the caches hold every Secret the operator may read; any other is not readable.
     const secret =

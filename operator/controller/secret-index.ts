@@ -1,7 +1,8 @@
+import { signingCertificateName } from '../api/names.ts';
 /**
  * Which AgentCards reference which Secrets (spec.signing.keys[].secretRef,
  * spec.signing.keys[].certificate.secretName and spec.probe.credentials[].secretRef, always in the
- * AgentCard's namespace), so that a change of a
+ * AgentCard's namespace; spec.signing.keys[].issuerRef refers to the card's issued Secret), so that a change of a
  * watched Secret re-queues exactly the cards that use it. Keys are "namespace/name".
  */
 export class SecretIndex {
@@ -41,11 +42,21 @@ export class SecretIndex {
   }
 }
 
-/** The Secret names a spec refers to (read leniently: the spec may be invalid). */
-export function referencedSecretNames(spec: unknown): string[] {
+/**
+ * The Secret names a spec refers to (read leniently: the spec may be invalid). With `cardName`, a
+ * key that names an issuerRef refers to the Secret cert-manager issues for the card
+ * (signingCertificateName).
+ */
+export function referencedSecretNames(spec: unknown, cardName?: string): string[] {
   const names = new Set<string>();
   const s = spec as {
-    signing?: { keys?: Array<{ secretRef?: { name?: unknown }; certificate?: { secretName?: unknown } }> };
+    signing?: {
+      keys?: Array<{
+        secretRef?: { name?: unknown };
+        certificate?: { secretName?: unknown };
+        issuerRef?: unknown;
+      }>;
+    };
     probe?: { credentials?: Array<{ secretRef?: { name?: unknown } }> };
   };
   const add = (list: Array<{ secretRef?: { name?: unknown } }> | undefined) => {
@@ -60,6 +71,7 @@ export function referencedSecretNames(spec: unknown): string[] {
     for (const item of s.signing.keys) {
       const name = item?.certificate?.secretName;
       if (typeof name === 'string' && name) names.add(name);
+      if (cardName !== undefined && item?.issuerRef) names.add(signingCertificateName(cardName));
     }
   }
   add(s?.probe?.credentials);

@@ -23,6 +23,8 @@ import { Controller } from '../controller/controller.ts';
 import { CatalogController } from '../controller/catalogs/controller.ts';
 import { AdoptionController } from '../adoption/controller.ts';
 import type { AdoptionPolicy } from '../adoption/plan.ts';
+import { IssuerController } from '../issuer/controller.ts';
+import type { IdentityPolicy } from '../issuer/plan.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -64,6 +66,8 @@ export interface OperatorConfig {
   catalogNamespace?: string;
   /** Label adoption of Deployments and StatefulSets (adoption/plan.ts); undefined: off. */
   adoption?: AdoptionPolicy;
+  /** Signing certificates requested from cert-manager (issuer/): the identity policy; undefined: off. */
+  issuer?: IdentityPolicy;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -176,10 +180,13 @@ export async function runOperator(
           throw new Error(`starting the admission webhook failed: ${describeApiError(err)}`);
         });
 
+  // Set once built; the card controller is built first and reads it.
+  const issuing: { issuer?: IssuerController } = {};
   const controller = new Controller({
     client,
     namespaces: flags.namespaces,
     secretNames: flags.secretNames,
+    ...(flags.issuer ? { issuance: (key: string) => issuing.issuer?.issuance(key) } : {}),
     concurrency: flags.concurrency,
     resyncMs: flags.resyncMs,
     log,
@@ -223,6 +230,21 @@ export async function runOperator(
         observer: metrics.runtime.controller(CONTROLLER_NAMES.adoption),
       })
     : undefined;
+  // Also built before the caches start: it listens to the AgentCard caches for the cards that
+  // name an issuer, and tells the card controller what it knows of their Certificates.
+  issuing.issuer = flags.issuer
+    ? new IssuerController({
+        client,
+        log,
+        caches: controller.caches(),
+        policy: flags.issuer,
+        resyncMs: flags.resyncMs,
+        onIssuance: (key) => controller.requeue(key),
+        gate: apiHealth,
+        onWrite: (resource) => metrics.apiWrites.inc({ resource: `issuer-${resource}` }),
+        observer: metrics.runtime.controller(CONTROLLER_NAMES.issuer),
+      })
+    : undefined;
   built.cards = controller;
 
   const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
@@ -260,6 +282,7 @@ export async function runOperator(
     ...controller.runnables(),
     ...(catalogs?.runnables() ?? []),
     ...(adoption?.runnables() ?? []),
+    ...(issuing.issuer?.runnables() ?? []),
   );
 
   const health = await startHealthServer({
@@ -272,6 +295,7 @@ export async function runOperator(
         ...controller.unsynced(),
         ...(catalogs?.unsynced() ?? []),
         ...(adoption?.unsynced() ?? []),
+        ...(issuing.issuer?.unsynced() ?? []),
       ];
       return unsynced.length ? `informers not synced: ${unsynced.join(', ')}` : undefined;
     },

@@ -13,6 +13,11 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
 import { parseNamespaceLabel } from '../../adoption/plan.ts';
+import {
+  checkIdentityTemplate,
+  DEFAULT_IDENTITY_TEMPLATE,
+  DEFAULT_TRUST_DOMAIN,
+} from '../../card/identity.ts';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
@@ -71,6 +76,14 @@ Adoption (label agentcard.dev/adopt=true on a Deployment or StatefulSet; off unl
   --adopt-namespace NS              allow adoption in NS (repeatable)
   --adopt-namespace-label KEY[=VAL] allow adoption in namespaces with this label (needs to list and
                                     watch Namespaces)
+Signing certificates requested from cert-manager (spec.signing.keys[].issuerRef; off by default):
+  --cert-manager                    create and own a cert-manager Certificate for each AgentCard that
+                                    names an issuerRef, and sign with the Secret it issues (needs to
+                                    manage certificates.cert-manager.io)
+  --trust-domain DOMAIN             trust domain of the identities (default cluster.local)
+  --identity-template TEMPLATE      the certificate's URI SAN; {trustDomain}, {namespace},
+                                    {serviceAccount}, {name} (the AgentCard); must hold {namespace}
+                                    (default spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount})
 Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -169,6 +182,9 @@ export function parseOperatorFlags(
         'catalog-namespace': { type: 'string' },
         'adopt-namespace': { type: 'string', multiple: true },
         'adopt-namespace-label': { type: 'string' },
+        'cert-manager': { type: 'boolean' },
+        'trust-domain': { type: 'string' },
+        'identity-template': { type: 'string' },
         'webhook-port': { type: 'string' },
         'webhook-cert-mode': { type: 'string' },
         'webhook-cert-dir': { type: 'string' },
@@ -220,6 +236,7 @@ export function parseOperatorFlags(
         2,
       );
   }
+  const identity = identityPolicy(values['trust-domain'], values['identity-template']);
   const sidecarImage = values['sidecar-image'] || undefined;
   // The webhook exists to inject the sidecar: without an image it stays off, so a bare local run
   // (no flags) starts.
@@ -256,6 +273,7 @@ export function parseOperatorFlags(
     clusterCatalogs: values['cluster-catalogs'],
     catalogNamespace: values['catalog-namespace'],
     adoption: adoptionPolicy(values['adopt-namespace'], values['adopt-namespace-label']),
+    ...(values['cert-manager'] ? { issuer: identity } : {}),
     webhook: {
       port: webhookPort,
       certMode,
@@ -362,6 +380,23 @@ function logHeapLimit(log: Logger, plan: HeapPlan): void {
         }
       : { source: plan.action === 'keep' && plan.reason === 'flag-given' ? 'flag' : 'node' }),
   });
+}
+
+/** --trust-domain and --identity-template, checked at start (card/identity.ts). */
+function identityPolicy(
+  trustDomain: string | undefined,
+  template: string | undefined,
+): NonNullable<OperatorConfig['issuer']> {
+  const policy = {
+    trustDomain: trustDomain ?? DEFAULT_TRUST_DOMAIN,
+    template: template ?? DEFAULT_IDENTITY_TEMPLATE,
+  };
+  try {
+    checkIdentityTemplate(policy.template, policy.trustDomain);
+  } catch (err) {
+    throw new UserError(`operator: --identity-template / --trust-domain: ${(err as Error).message}`, 2);
+  }
+  return policy;
 }
 
 /** The adoption policy of --adopt-namespace and --adopt-namespace-label; undefined: adoption off. */

@@ -34,7 +34,7 @@ import {
 import { matchesSelector } from '../../catalog/selector.ts';
 import { loadTrust, verifyPublishedCard, type TrustSources } from '../../catalog/trust.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
-import type { CatalogReasons } from '../../api/reasons.ts';
+import type { CatalogReasons, SignedReason } from '../../api/reasons.ts';
 import { CATALOG_CONDITION_TYPES } from '../../catalog/resource.ts';
 import {
   deriveReady,
@@ -369,7 +369,13 @@ export async function decideCatalog(
     'catalog',
     input.now,
   );
-  const signed = at({ type: 'Signed', ...signing.condition });
+  // A catalog's keys cannot name an issuerRef (its schema has none), so the issuer's reasons
+  // (CertificatePending, CertificateNotRequested) cannot occur here.
+  const signed = at({
+    type: 'Signed',
+    ...signing.condition,
+    reason: signing.condition.reason as SignedReason,
+  });
   if (!signing.keys) {
     return {
       generation,

@@ -119,6 +119,7 @@ describe('the AgentCard CRD', () => {
         '.spec.card.securitySchemes{}',
         '.spec.card.securitySchemes{}.oauth2SecurityScheme.flows',
         '.spec.probe.interval',
+        '.spec.signing.keys',
         '.spec.signing.keys[]',
         '.spec.serving',
         '.spec.serving.hosts',
@@ -140,7 +141,11 @@ describe('the AgentCard CRD', () => {
       '(has(self.apiKeySecurityScheme) ? 1 : 0) + (has(self.httpAuthSecurityScheme) ? 1 : 0) + (has(self.oauth2SecurityScheme) ? 1 : 0) + (has(self.openIdConnectSecurityScheme) ? 1 : 0) + (has(self.mtlsSecurityScheme) ? 1 : 0) == 1',
     );
     expect(rules['.spec.probe.interval']).toEqual(["duration(self) >= duration('10s')"]);
-    expect(rules['.spec.signing.keys[]']).toEqual(['has(self.secretRef) != has(self.certificate)']);
+    expect(rules['.spec.signing.keys[]']).toEqual([
+      '(has(self.secretRef) ? 1 : 0) + (has(self.certificate) ? 1 : 0) + (has(self.issuerRef) ? 1 : 0) == 1',
+    ]);
+    // One Certificate per card: at most one key names an issuer.
+    expect(rules['.spec.signing.keys']).toEqual(['self.filter(k, has(k.issuerRef)).size() <= 1']);
     // A written card is complete; an adopted one (spec.source) may leave spec.card out.
     expect(rules['.spec']![0]).toMatch(
       /^has\(self\.source\) \|\| \(has\(self\.card\) && has\(self\.card\.name\)/,

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import {
   checkIdentityTemplate,
   DEFAULT_IDENTITY_TEMPLATE,
-  desiredSigningCertificate,
   renderIdentity,
 } from '../../../operator/card/identity.ts';
 
@@ -40,32 +39,5 @@ describe('signing identities', () => {
     );
     expect(() => checkIdentityTemplate(DEFAULT_IDENTITY_TEMPLATE, 'EXAMPLE')).toThrow(/trust domain/);
     expect(() => checkIdentityTemplate('{namespace}-{name}', 'example.org')).toThrow(/does not give a URI/);
-  });
-
-  it('builds an owned Certificate with the URI SAN and the digital signature usage', () => {
-    const cert = desiredSigningCertificate({
-      namespace: 'agents',
-      secretName: 'weather-signing',
-      identity: 'spiffe://cluster.local/ns/agents/sa/weather',
-      issuerRef: { name: 'ca', kind: 'ClusterIssuer', group: 'cert-manager.io' },
-      owner: { apiVersion: 'agentcard.dev/v1alpha1', kind: 'AgentCard', name: 'weather', uid: 'u1' },
-      secretLabels: { 'agentcard.dev/signing-key': 'true' },
-    });
-    expect(cert).toMatchObject({
-      apiVersion: 'cert-manager.io/v1',
-      kind: 'Certificate',
-      metadata: {
-        name: 'weather-signing',
-        namespace: 'agents',
-        ownerReferences: [{ uid: 'u1', controller: true }],
-      },
-      spec: {
-        secretName: 'weather-signing',
-        uris: ['spiffe://cluster.local/ns/agents/sa/weather'],
-        usages: ['digital signature'],
-        secretTemplate: { labels: { 'agentcard.dev/signing-key': 'true' } },
-      },
-    });
-    expect((cert.spec as Record<string, unknown>).commonName).toBeUndefined();
   });
 });

@@ -623,6 +623,48 @@ describe('cert-manager mode', async () => {
   });
 });
 
+describe('signing certificates from cert-manager (certManager)', () => {
+  const certificateRules = (objects: Parameters<typeof roles>[0]) =>
+    roles(objects).flatMap((role) => role.rules.filter((rule) => rule.resources.includes('certificates')));
+
+  it('off by default: no flag, no right on certificates', async () => {
+    const r = await render();
+    expect(certificateRules(r.objects)).toEqual([]);
+    expect(flag(operatorContainer(r.one('Deployment') as Deployment).args, 'cert-manager')).toBeUndefined();
+  });
+
+  it('on: the flags, and the certificate verbs the issuer controller uses', async () => {
+    const r = await render({ certManager: { enabled: true, trustDomain: 'example.org' } });
+    const c = operatorContainer(r.one('Deployment') as Deployment);
+    expect(flag(c.args, 'cert-manager')).toBe(true);
+    expect(flag(c.args, 'trust-domain')).toBe('example.org');
+    expect(flag(c.args, 'identity-template')).toBe(
+      'spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount}',
+    );
+    const rules = certificateRules(r.objects);
+    expect(rules).toHaveLength(1);
+    expect(rules[0]).toMatchObject({ apiGroups: ['cert-manager.io'] });
+    expect([...rules[0]!.verbs].sort()).toEqual(['create', 'delete', 'get', 'list', 'update', 'watch']);
+    // Reading an adopted card's workload (its service account) only comes with adoption.
+    const workloadGets = (objects: Parameters<typeof roles>[0]) =>
+      roles(objects).flatMap((role) =>
+        role.rules.filter((rule) => rule.resources.includes('statefulsets') && rule.verbs.includes('get')),
+      );
+    expect(workloadGets(r.objects)).toEqual([]);
+    const adopting = await render({
+      certManager: { enabled: true },
+      adoption: { enabled: true, namespaces: ['a'] },
+    });
+    expect(workloadGets(adopting.objects)).toHaveLength(1);
+  });
+
+  it('refuses an identity template without {namespace}', async () => {
+    await expect(
+      render({ certManager: { enabled: true, identityTemplate: 'spiffe://x/{name}' } }),
+    ).rejects.toThrow(/identityTemplate/);
+  });
+});
+
 describe('other switches', () => {
   it('webhook off: no webhook objects, rights or port', async () => {
     const r = await render({ webhook: { enabled: false } });

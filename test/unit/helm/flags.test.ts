@@ -36,6 +36,9 @@ const combos: Record<string, Record<string, unknown>> = {
   'probe CA bundle from a ConfigMap': {
     probes: { caBundle: { configMap: 'internal-ca', key: 'bundle.pem' } },
   },
+  'signing certificates from cert-manager, with a trust domain': {
+    certManager: { enabled: true, trustDomain: 'example.org' },
+  },
   'probe deny-list, lastProbeTime refreshed every 10 minutes': {
     probes: { denyCidrs: ['100.64.0.0/10'], statusRefresh: '10m' },
   },
@@ -84,6 +87,15 @@ describe('the chart passes flags agentcard operator accepts', () => {
           expect(parsed.webhook.nginxImage).toMatch(/^nginxinc\/nginx-unprivileged@sha256:[0-9a-f]{64}$/);
         }
       }
+      const certManager = values.certManager as { enabled?: boolean; trustDomain?: string } | undefined;
+      expect(parsed.issuer).toEqual(
+        certManager?.enabled
+          ? {
+              trustDomain: certManager.trustDomain,
+              template: 'spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount}',
+            }
+          : undefined,
+      );
       expect(parsed.webhook.port).toBe(
         (values.webhook as { enabled?: boolean } | undefined)?.enabled === false ? 0 : 9443,
       );
