@@ -42,6 +42,18 @@ import { restoredAdoption, type PublishedSource } from './restore.ts';
 /** Delay of the fetch that confirms a changed card (the interval, when that is shorter). */
 export const CONFIRM_MS = 10_000;
 
+/**
+ * Until a first card is adopted, a failed fetch is retried after 10 s, doubling up to the
+ * interval: an AgentCard is usually applied with its agent, before the agent's Pod is Ready, and
+ * waiting a whole interval (5 minutes by default) for the first card would leave nothing
+ * published that long. Once a card is adopted (or restored after a restart) the interval rules.
+ */
+export const FIRST_ADOPTION_RETRY_MS = 10_000;
+
+export function firstAdoptionRetryMs(failures: number, intervalMs: number): number {
+  return Math.min(intervalMs, FIRST_ADOPTION_RETRY_MS * 2 ** Math.max(0, Math.min(failures - 1, 20)));
+}
+
 type Json = Record<string, unknown>;
 type SignatureStatus = NonNullable<SourceStatus['signature']>;
 
@@ -105,6 +117,8 @@ interface Memory {
   /** A changed card seen once, with what its adoption would record. */
   pending?: Omit<Adopted, 'changes' | 'changeTime'>;
   failure?: { reason: string; message: string; url: string };
+  /** Failed fetches in a row while nothing is adopted yet (the first-adoption backoff). */
+  failuresBeforeAdoption?: number;
 }
 
 /** The source card's own signatures against spec.source.verification (A2A spec section 8.4.3). */
@@ -208,7 +222,12 @@ export class SourceTracker {
     }
     const events: SourceEvent[] = [];
     const clockNow = this.#deps.clock.now();
-    const wait = () => (memory.pending ? confirmMs : intervalMs);
+    const wait = () =>
+      memory.pending
+        ? confirmMs
+        : !memory.adopted && memory.failure
+          ? firstAdoptionRetryMs(memory.failuresBeforeAdoption ?? 1, intervalMs)
+          : intervalMs;
     const due = memory.lastFetchAt === undefined || clockNow - memory.lastFetchAt >= wait();
     if (due) {
       memory.lastFetchAt = clockNow;
@@ -216,6 +235,8 @@ export class SourceTracker {
       // Nothing adopted by this process and the source fails: the published card is the last
       // good one (after a restart).
       if (!memory.adopted && memory.failure) memory.adopted = restoredAdoption(ref.published?.());
+      memory.failuresBeforeAdoption =
+        !memory.adopted && memory.failure ? (memory.failuresBeforeAdoption ?? 0) + 1 : undefined;
     }
     const next = Math.max(1_000, memory.lastFetchAt! + wait() - clockNow);
     return { ...this.#outcome(memory, spec), requeueAfterMs: next, events, fetched: due };

@@ -260,9 +260,9 @@ describe('adopting a labelled workload on a real node', () => {
       await k('-n', ns, 'get', 'deployment', AGENT, '-o', 'jsonpath={.metadata.uid}')
     ).trim();
 
-    // A first fetch that failed is retried at spec.source.interval (default 5m, docs/adopt.md):
-    // allow one interval and a margin.
-    const card = await waitFor('the adopted card (status.source.digest)', 360_000, async () => {
+    // A first fetch that fails (the Pod not Ready yet) is retried after 10 s, doubling
+    // (docs/adopt.md): well before the 5 minute default interval.
+    const card = await waitFor('the adopted card (status.source.digest)', 180_000, async () => {
       const c = await agentCard();
       return c?.status?.source?.digest ? c : undefined;
     });

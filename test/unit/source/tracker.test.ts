@@ -143,6 +143,31 @@ describe('SourceTracker', () => {
     expect(r!.condition).toMatchObject({ status: 'False', reason: 'SourceBlocked' });
     expect(r!.condition.message).toContain('no card was adopted yet');
   });
+
+  it('retries a first adoption after 10 s, doubling up to the interval, then keeps the interval', async () => {
+    const s = setup('5m');
+    s.set({ ok: false, url: 'http://agent.test/', reason: 'SourceUnreachable', message: 'refused' });
+    const waits: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const r = await s.resolve();
+      waits.push(r!.requeueAfterMs!);
+      if (i < 6) await s.clock.advance(r!.requeueAfterMs!);
+    }
+    expect(waits).toEqual([10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000]);
+    expect(s.fetches()).toBe(7);
+    // Not due before the backoff is up: no fetch.
+    await s.resolve();
+    expect(s.fetches()).toBe(7);
+    s.set(ok(card('1')));
+    await s.clock.advance(300_000);
+    const adopted = await s.resolve();
+    expect(adopted!.condition).toMatchObject({ status: 'True' });
+    expect(adopted!.requeueAfterMs).toBe(300_000);
+    // Once adopted, a failure waits for the interval (the card stays served meanwhile).
+    s.set({ ok: false, url: 'http://agent.test/', reason: 'SourceUnreachable', message: 'refused' });
+    await s.clock.advance(300_000);
+    expect((await s.resolve())!.requeueAfterMs).toBe(300_000);
+  });
 });
 
 describe('fetch helpers', () => {
