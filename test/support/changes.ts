@@ -23,7 +23,12 @@ export async function recordChanges(
   const seen: Record<string, string[]> = {};
   let ended: string | undefined;
   let stopping = false;
-  const controller = await new Watch(kc).watch(
+  const watch = new Watch(kc);
+  // client-node ends a watch after 30 s without an event (an inactivity timeout); a record must
+  // last through quiet stretches (an operator still starting), so only stop() or the API server
+  // ends it. The timeout has no public setter (client-node 1.x: a private field), hence the cast.
+  (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = 30 * 60_000;
+  const controller = await watch.watch(
     path,
     { resourceVersion, allowWatchBookmarks: false, ...(labelSelector ? { labelSelector } : {}) },
     (type: string, object: KubernetesObject) => {
