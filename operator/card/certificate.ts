@@ -50,9 +50,13 @@ export function parseCertificates(pem: string, what: string): X509Certificate[] 
   });
 }
 
-/** A short, readable distinguished name ("CN=agent, O=example"). */
-function dn(text: string): string {
-  return text.split('\n').filter(Boolean).join(', ') || '(empty subject)';
+/**
+ * A short, readable distinguished name ("CN=agent, O=example"). node leaves `subject` undefined
+ * for an empty name, which is what cert-manager issues for a Certificate with only a URI SAN (an
+ * X509-SVID needs no subject: SPIFFE X509-SVID specification section 3).
+ */
+function dn(text: string | undefined): string {
+  return (text ?? '').split('\n').filter(Boolean).join(', ') || '(empty subject)';
 }
 
 /** The SANs of a certificate: URIs first, then DNS names (node's subjectAltName text). */
