@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderV1 } from '../../../operator/card/render.ts';
 import { importCertificateSigningKey, signCard } from '../../../operator/card/sign.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
-import { parseTrustBundle } from '../../../operator/card/x5c.ts';
+import { MAX_CHAIN_LENGTH, parseTrustBundle } from '../../../operator/card/x5c.ts';
 import { tlsSecretEntries } from '../../support/signing-certs.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import { A2A_AGENT_CARD_MEDIA_TYPE } from '../../../operator/catalog/document.ts';
@@ -87,6 +87,18 @@ beforeAll(async () => {
   const impostor = await createIntermediate(root, 'example.org spire');
   await writeCard('tampered', await signWithChain(agentCard('Tampered'), leafA, [impostor]));
   await writeCard('changed', { ...cardA, description: 'changed after signing' });
+  // An identity that only shares a string prefix with the pattern (team-a vs team-ab).
+  const neighbour = await createLeaf(intermediate, { uris: ['spiffe://example.org/ns/team-ab/sa/recipes'] });
+  await writeCard('neighbour', await signWithChain(agentCard('Neighbour'), neighbour, [intermediate]));
+  // A leaf under MAX_CHAIN_LENGTH intermediates: x5c carries one certificate more than the limit.
+  let issuer = root;
+  const levels: TestCert[] = [];
+  for (let i = 0; i < MAX_CHAIN_LENGTH; i++) {
+    issuer = await createIntermediate(issuer, `level ${i}`);
+    levels.unshift(issuer);
+  }
+  const deep = await createLeaf(issuer, { uris: [AGENT_A] });
+  await writeCard('too-long', await signWithChain(agentCard('Too long'), deep, levels));
 });
 afterAll(async () => {
   await Promise.all([files?.close(), dir && rm(dir, { recursive: true })]);
@@ -245,19 +257,44 @@ describe('the independent Go verifier', () => {
     ).toEqual({ verified: true, identity: AGENT_B });
   });
 
-  it('refuses what ours refuses: another namespace, another root, expired, no digitalSignature, tampered, changed', async () => {
+  it('refuses what ours refuses: another namespace, another root, expired, no digitalSignature, tampered, changed, too long', async () => {
     const refuse = async (card: string, pattern: RegExp, bundle = caFile) => {
       const verdict = await goVerify({ card: cardFiles[card]!, bundle, identity: TEAM_A });
       expect(verdict.verified, card).toBe(false);
       expect(verdict.error, card).toMatch(pattern);
     };
     await refuse('b', /identity spiffe:\/\/example.org\/ns\/team-b\/sa\/billing does not match/);
+    await refuse('neighbour', /identity spiffe:\/\/example.org\/ns\/team-ab\/sa\/recipes does not match/);
     await refuse('a', /chain: x509: certificate signed by unknown authority/, join(dir, 'other.pem'));
     await refuse('expired', /chain: x509: certificate has expired or is not yet valid/);
     await refuse('no-usage', /KeyUsage does not allow digitalSignature/);
     await refuse('tampered', /chain: x509: certificate signed by unknown authority/);
     await refuse('changed', /signature: go-jose\/go-jose: error in cryptographic primitive/);
-  });
+    await refuse(
+      'too-long',
+      new RegExp(
+        `chain: x5c has ${MAX_CHAIN_LENGTH + 1} certificates, more than the limit of ${MAX_CHAIN_LENGTH}`,
+      ),
+    );
+    // The same chain within a raised limit validates: the refusal is the length, nothing else.
+    expect(
+      await goVerify({ card: cardFiles['too-long']!, bundle: caFile, identity: TEAM_A, maxChain: 6 }),
+    ).toEqual({ verified: true, identity: AGENT_A });
+    // Ours refuses it too, for the same reason.
+    const ours = await agentcard([
+      'verify',
+      '-f',
+      cardFiles['too-long']!,
+      '--trust-bundle',
+      caFile,
+      '--identity',
+      TEAM_A,
+    ]);
+    expect(ours.code).toBe(1);
+    expect(ours.stderr).toContain(
+      `x5c has ${MAX_CHAIN_LENGTH + 1} certificates; at most ${MAX_CHAIN_LENGTH}`,
+    );
+  }, 120_000);
 
   it("accepts a card signed by the operator's certificate signer, as ours does", async () => {
     // A cert-manager style kubernetes.io/tls Secret: tls.crt = leaf + intermediate, ca.crt = root.
