@@ -33,6 +33,7 @@ import {
 } from '../../catalog/resource.ts';
 import { matchesSelector } from '../../catalog/selector.ts';
 import { loadTrust, verifyPublishedCard, type TrustSources } from '../../catalog/trust.ts';
+import { addTrustManifests } from '../../catalog/trust-manifest.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
 import { getCondition, setCondition, type ConditionInput } from '../conditions.ts';
 import {
@@ -355,6 +356,20 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         const m = /-p(\d+)$/.exec(name);
         if (m) previousDocs.push(livePart(Number(m[1])));
       }
+      // Trust Manifests (signed by the catalog's key) bind each card entry to the card served.
+      const served = new Map<string, string>();
+      selected.built.forEach((b, i) => {
+        const text = selected.views[i]!.publishedCard;
+        if (text !== undefined) served.set(b.entry.identifier, text);
+      });
+      const manifests = await addTrustManifests(built, {
+        key: signing.keys[0],
+        jku: spec.signing?.jku,
+        publisher: spec.publisher,
+        served,
+        previousDocs,
+        now: formatSeconds(now),
+      });
       const identifier = catalogIdentifier(spec.publisher, kind, catalog);
       const title =
         spec.host?.displayName ??
@@ -365,7 +380,7 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         identifier,
         title,
         host: spec.host,
-        entries: built,
+        entries: manifests.entries,
         include: spec.include ?? [],
         previous: previousEntries(previousDocs),
         now: formatSeconds(now),
@@ -459,7 +474,7 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
           at('Published', {
             status: 'True',
             reason: 'Published',
-            message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}`,
+            message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}${manifests.note ? `; ${manifests.note}` : ''}`,
           }),
         );
       }
