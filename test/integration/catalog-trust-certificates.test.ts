@@ -10,6 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Digest, verifyTrustManifest } from '../../operator/catalog/trust-manifest.ts';
+import type { CatalogEntry } from '../../operator/catalog/document.ts';
+import { parseTrustBundle } from '../../operator/card/x5c.ts';
 import { createLogger } from '../../operator/log.ts';
 import { startSidecar, type Sidecar } from '../../operator/sidecar/server.ts';
 import { kubeletWrite, tempDir } from '../support/card-files.ts';
@@ -24,6 +27,7 @@ import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } f
 import {
   Api,
   installCatalogCrds,
+  privateJwk,
   sampleCard,
   startOperator,
   waitFor,
@@ -46,6 +50,7 @@ let ca: CaIssuer;
 let catalogServer: { sidecar: Sidecar; dir: string } | undefined;
 
 const spiffe = (ns: string, sa: string) => `spiffe://example.org/ns/${ns}/sa/${sa}`;
+const JKU = 'https://agents.example.org/.well-known/jwks.json';
 const catalogName = () => `verified-${team.name}`;
 
 interface CatalogStatus {
@@ -150,7 +155,10 @@ beforeAll(async () => {
   await certificate(other.name, 'billing', spiffe(other.name, 'billing'), ca.name);
   // An identity inside the pattern, but issued by a CA the trust bundle does not hold.
   await certificate(team.name, 'impostor', spiffe(team.name, 'impostor'), rogue.name);
+  // The certificate an AgentCatalog of the team signs its catalog with.
+  await certificate(team.name, 'catalog', spiffe(team.name, 'catalog'), ca.name);
   await Promise.all([
+    waitForCertificateReady(team.name, 'catalog'),
     waitForCertificateReady(team.name, 'recipes'),
     waitForCertificateReady(other.name, 'billing'),
     waitForCertificateReady(team.name, 'impostor'),
@@ -207,6 +215,7 @@ describe('a catalog that requires a trust bundle and an identity pattern, with c
       namespace: pub.name,
       body: { metadata: { name: 'workload-ca' }, data: { 'ca.pem': ca.caPem } },
     });
+    await api.putSecret(pub.name, 'catalog-key', { jwk: await privateJwk('catalog-k1') }, true);
     await custom.createClusterCustomObject({
       ...G,
       plural: 'clusteragentcatalogs',
@@ -217,6 +226,8 @@ describe('a catalog that requires a trust bundle and an identity pattern, with c
         spec: {
           namespaceSelector: { matchLabels: { 'catalog-test': team.name } },
           publisher: 'example.org',
+          // A JWKS key: the trust manifests name the jku URL as the publisher's identity.
+          signing: { keys: [{ secretRef: { name: 'catalog-key', key: 'jwk' } }], jku: JKU },
           trust: {
             trustBundle: { configMap: { name: 'workload-ca', key: 'ca.pem' } },
             identities: [`spiffe://example.org/ns/${team.name}/*`],
@@ -265,5 +276,92 @@ describe('a catalog that requires a trust bundle and an identity pattern, with c
     expect(page).toContain(`signed by ${spiffe(team.name, 'recipes')}`);
     expect(page).not.toContain('Agent billing');
     expect(page).not.toContain('Agent impostor');
+  });
+
+  it("each entry's trust manifest names the publisher's identity, binds the served card, and verifies", async () => {
+    const recipesCard = async () =>
+      (await api.getConfigMap(team.name, 'recipes-agent-card'))!.data!['agent-card.json']!;
+    const trust = {
+      certificates: {
+        roots: parseTrustBundle(ca.caPem, 'ca.pem'),
+        identities: [`spiffe://example.org/ns/${team.name}/*`],
+      },
+    };
+
+    // The ClusterAgentCatalog signed with a JWKS key and signing.jku: the identity is the jku URL.
+    const cluster = await api.getConfigMap(pub.name, `${catalogName()}-cluster-ai-catalog`);
+    const clusterDoc = JSON.parse(cluster!.data!['ai-catalog.json']!) as { entries: CatalogEntry[] };
+    const jwks = JSON.parse(cluster!.data!['jwks.json']!) as { keys: [] };
+    const [listed] = clusterDoc.entries;
+    expect(listed!.trustManifest).toMatchObject({
+      identity: JKU,
+      identityType: 'url',
+      subject: {
+        identifier: `urn:air:example.org:${team.name}:recipes`,
+        type: 'application/a2a-agent-card+json',
+        url: listed!.url,
+        digest: sha256Digest(await recipesCard()),
+      },
+    });
+    expect(await verifyTrustManifest(listed!, await recipesCard(), jwks)).toMatchObject({
+      ok: true,
+      identity: JKU,
+    });
+
+    // An AgentCatalog of the team signed with a cert-manager certificate: its SPIFFE ID.
+    await core.createNamespacedConfigMap({
+      namespace: team.name,
+      body: { metadata: { name: 'workload-ca' }, data: { 'ca.pem': ca.caPem } },
+    });
+    await custom.createNamespacedCustomObject({
+      ...G,
+      plural: 'agentcatalogs',
+      namespace: team.name,
+      body: {
+        apiVersion: 'agentcard.dev/v1alpha1',
+        kind: 'AgentCatalog',
+        metadata: { name: 'team', namespace: team.name },
+        spec: {
+          publisher: 'example.org',
+          signing: { keys: [{ certificate: { secretName: 'catalog-tls' } }] },
+          trust: {
+            trustBundle: { configMap: { name: 'workload-ca', key: 'ca.pem' } },
+            identities: [`spiffe://example.org/ns/${team.name}/*`],
+          },
+        },
+      },
+    });
+    const doc = await waitFor('the team catalog published with a trust manifest', async () => {
+      const cm = await api.getConfigMap(team.name, 'team-ai-catalog');
+      const text = cm?.data?.['ai-catalog.json'];
+      const parsed = text ? (JSON.parse(text) as { entries: CatalogEntry[]; signature?: string }) : undefined;
+      return parsed?.entries.length === 1 && parsed.entries[0]!.trustManifest ? parsed : undefined;
+    });
+    const [entry] = doc.entries;
+    expect(entry!.identifier).toBe(`urn:air:example.org:${team.name}:recipes`);
+    expect(entry!.trustManifest).toMatchObject({
+      identity: spiffe(team.name, 'catalog'),
+      identityType: 'spiffe',
+      subject: { digest: sha256Digest(await recipesCard()) },
+    });
+    const header = JSON.parse(
+      Buffer.from(entry!.trustManifest!.signature!.split('.')[0]!, 'base64url').toString('utf8'),
+    ) as { x5c?: string[] };
+    expect(header.x5c).toHaveLength(1); // the leaf; the CA is the trust bundle's
+    expect(await verifyTrustManifest(entry!, await recipesCard(), { keys: [] }, trust)).toEqual({
+      ok: true,
+      identity: spiffe(team.name, 'catalog'),
+      kid: expect.any(String) as string,
+      message: `trust manifest verified: identity ${spiffe(team.name, 'catalog')} (its signing certificate)`,
+    });
+    // A card that is not the one the manifest binds is refused.
+    expect(
+      await verifyTrustManifest(
+        entry!,
+        (await recipesCard()).replace('recipes', 'Recipes'),
+        { keys: [] },
+        trust,
+      ),
+    ).toMatchObject({ ok: false, message: 'the card served at the url does not match subject.digest' });
   });
 });
