@@ -22,7 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson, canonicalWithout } from '../card/jcs.ts';
-import { signDetached, type SigningKey } from '../card/sign.ts';
+import { publicJwks, signDetached, type SigningKey } from '../card/sign.ts';
 import { verifyDetached, type JWKS, type VerifyOptions } from '../card/verify.ts';
 import { describeError } from '../errors.ts';
 import { isAgentCardEntry, type CatalogEntry, type TrustManifest, type TrustSubject } from './document.ts';
@@ -145,7 +145,12 @@ export async function withTrustManifest(entry: CatalogEntry, input: ManifestInpu
       header.jku === input.jku &&
       sameX5c(header.x5c, input.key.x5c) &&
       manifestPayload(prev) === manifestPayload(unsigned(prev.issuedAt));
-    if (same) return { ...bare, trustManifest: prev };
+    // Kept only if it still verifies with this key: a manifest edited in the ConfigMap is replaced.
+    if (same) {
+      const parts = parseCompactDetached(prev.signature)!;
+      const check = await verifyDetached(parts, manifestPayload(prev), publicJwks([input.key]));
+      if (check.ok) return { ...bare, trustManifest: prev };
+    }
   }
   const manifest = unsigned(input.now);
   const jws = await signDetached(manifestPayload(manifest), input.key, input.jku);

@@ -151,6 +151,14 @@ describe('rendering a signed trust manifest', () => {
     const previous = new Map([[entry().identifier, first]]);
     const again = await withTrustManifest(entry(), input({ previous, now: '2026-12-02T05:00:00Z' }));
     expect(again.trustManifest).toEqual(first);
+    // A published manifest whose signature was tampered with is not kept.
+    const broken = { ...first, signature: `${first.signature!.slice(0, -4)}AAAA` };
+    const replaced = await withTrustManifest(
+      entry(),
+      input({ previous: new Map([[entry().identifier, broken]]), now: '2026-12-02T05:00:00Z' }),
+    );
+    expect(replaced.trustManifest!.issuedAt).toBe('2026-12-02T05:00:00Z');
+    expect(await verifyTrustManifest(replaced, CARD_TEXT, { keys: [] }, trust)).toMatchObject({ ok: true });
     const changed = await withTrustManifest(
       entry(),
       input({ previous, now: '2026-12-02T05:00:00Z', served: new Map([[entry().identifier, '{}']]) }),
