@@ -357,16 +357,16 @@ export async function planCatalog(input: CatalogPlanInput): Promise<CatalogPlan>
         if (m) previousDocs.push(livePart(Number(m[1])));
       }
       // Trust Manifests (signed by the catalog's key) bind each card entry to the card served.
-      const served = new Map<string, string>();
+      const servedCards = new Map<string, string>();
       selected.built.forEach((b, i) => {
         const text = selected.views[i]!.publishedCard;
-        if (text !== undefined) served.set(b.entry.identifier, text);
+        if (text !== undefined) servedCards.set(b.entry.identifier, text);
       });
       const manifests = await addTrustManifests(built, {
         key: signing.keys[0],
         jku: spec.signing?.jku,
         publisher: spec.publisher,
-        served,
+        served: servedCards,
         previousDocs,
         now: formatSeconds(now),
       });
