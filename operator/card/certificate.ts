@@ -51,9 +51,9 @@ export function parseCertificates(pem: string, what: string): X509Certificate[] 
 }
 
 /**
- * A short, readable distinguished name ("CN=agent, O=example"). Node.js gives `undefined` for an
- * empty one, which X.509-SVIDs have (SPIFFE X509-SVID section 3: the identity is in the URI SAN;
- * cert-manager issues a Certificate without commonName this way).
+ * A short, readable distinguished name ("CN=agent, O=example"). node leaves `subject` undefined
+ * for an empty name, which is what cert-manager issues for a Certificate with only a URI SAN (an
+ * X509-SVID needs no subject: SPIFFE X509-SVID specification section 3).
  */
 function dn(text: string | undefined): string {
   return (text ?? '').split('\n').filter(Boolean).join(', ') || '(empty subject)';

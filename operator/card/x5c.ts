@@ -195,7 +195,7 @@ export function validateChain(x5c: unknown, trust: CertificateTrust): ChainResul
     if (!root) {
       return {
         ok: false,
-        error: `${what} is not issued by a certificate of the trust bundle (issuer ${(cert.issuer ?? '').replace(/\n/g, ', ')})`,
+        error: `${what} is not issued by a certificate of the trust bundle (issuer ${(cert.issuer ?? '').replace(/\n/g, ', ') || 'an empty name'})`,
       };
     }
     let rootExts: CertificateExtensions;
@@ -205,8 +205,11 @@ export function validateChain(x5c: unknown, trust: CertificateTrust): ChainResul
       return { ok: false, error: 'a trust bundle certificate cannot be read' };
     }
     const problem =
-      timeProblem(root, `the trust bundle's root (${(root.subject ?? '').replace(/\n/g, ', ')})`, now) ??
-      issuerProblem(root, rootExts, 'the trust bundle root', i);
+      timeProblem(
+        root,
+        `the trust bundle's root (${(root.subject ?? '').replace(/\n/g, ', ') || 'an empty subject'})`,
+        now,
+      ) ?? issuerProblem(root, rootExts, 'the trust bundle root', i);
     if (problem) return { ok: false, error: problem };
     anchor = { cert: root, index: i + 1 };
   }

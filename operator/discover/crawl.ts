@@ -7,13 +7,21 @@
  */
 import { isAgentCardEntry, isCatalogEntry, validateCatalog, type CatalogEntry } from '../catalog/document.ts';
 import { verifyCatalog } from '../catalog/signature.ts';
+import { verifyTrustManifest } from '../catalog/trust-manifest.ts';
 import { formatProblem } from '../card/problem.ts';
 import { describeError, UserError } from '../errors.ts';
 import { ProbeLimiter } from '../probe/limiter.ts';
 import { type SignatureReport, cardProblems, checkSignatures, notVerified, signerOf } from './check.ts';
 import { type Fetched, type Fetcher, FetchError, parseJsonBody } from './fetch.ts';
 import { classifyDocument, nestingLoop, parseTargetUrl, redactUrl, startCandidates } from './plan.ts';
-import type { CardReport, CatalogReport, DiscoverErrorCode, ErrorReport, SkillSummary } from './report.ts';
+import type {
+  CardReport,
+  CatalogReport,
+  DiscoverErrorCode,
+  ErrorReport,
+  ManifestReport,
+  SkillSummary,
+} from './report.ts';
 import { type Trust, verifyOptions } from './trust.ts';
 
 export interface CrawlLimits {
@@ -286,14 +294,45 @@ export class Crawler {
       ...(entry.description ? { description: entry.description } : {}),
       ...(entry.tags ? { tags: entry.tags } : {}),
     };
-    if (entry.data !== undefined) return this.#card(entry.data, at, via, listed);
+    if (entry.data !== undefined)
+      return this.#card(entry.data, at, via, listed, undefined, await this.#manifest(entry, undefined, base));
     const url = this.#entryUrl(entry, at, base, via);
     if (!url || this.#seen.has(url)) return;
     this.#seen.add(url);
     const fetched = await this.#fetch(url, via);
     if (!fetched) return;
     const value = this.#parse(fetched, via);
-    if (value !== undefined) await this.#card(value, url, via, listed, fetched.cache);
+    if (value !== undefined)
+      await this.#card(
+        value,
+        url,
+        via,
+        listed,
+        fetched.cache,
+        await this.#manifest(entry, fetched.text, base),
+      );
+  }
+
+  /** The verdict on an entry's Trust Manifest (signature, identity, subject, digest), if it has one. */
+  async #manifest(
+    entry: CatalogEntry,
+    artifactText: string | undefined,
+    catalogUrl: string,
+  ): Promise<ManifestReport | undefined> {
+    if (!entry.trustManifest) return undefined;
+    const v = await verifyTrustManifest(
+      entry,
+      artifactText,
+      this.#trust.jwks,
+      verifyOptions(this.#trust, catalogUrl),
+    );
+    return v.ok
+      ? { status: 'verified', identity: v.identity, message: v.message }
+      : {
+          status: v.invalid ? 'invalid' : 'untrusted',
+          identity: entry.trustManifest.identity,
+          message: v.message,
+        };
   }
 
   async #catalogEntry(
@@ -334,6 +373,7 @@ export class Crawler {
     via: string[],
     entry?: CardReport['entry'],
     cache?: Fetched['cache'],
+    trustManifest?: ManifestReport,
   ): Promise<void> {
     const problems = cardProblems(value);
     const signature = await checkSignatures(value, source.split('#')[0]!, this.#trust);
@@ -345,7 +385,9 @@ export class Crawler {
       ...summarize(value),
       problems,
       signature,
-      ok: valid && signature.status === 'verified',
+      ...(trustManifest ? { trustManifest } : {}),
+      // A trust manifest that does not verify is a catalog contradicting what it lists.
+      ok: valid && signature.status === 'verified' && (!trustManifest || trustManifest.status === 'verified'),
       ...(cache ? { cache } : {}),
     });
   }

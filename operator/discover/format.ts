@@ -42,6 +42,13 @@ function details(card: CardReport): string[] {
     out.push(`signature ${card.signature.status}: ${card.signature.message}`);
   else if (card.signature.canonicalization === 'defaults-omitted')
     out.push(`note: ${card.signature.message}`);
+  // The trust manifest's verdict is said either way: it names who vouches for the listing.
+  if (card.trustManifest)
+    out.push(
+      card.trustManifest.status === 'verified'
+        ? card.trustManifest.message
+        : `trust manifest ${card.trustManifest.status}: ${card.trustManifest.message}`,
+    );
   for (const p of card.problems.filter((p) => p.severity === 'error'))
     out.push(`invalid: ${formatProblem(p)}`);
   for (const i of card.interfaces) {

@@ -34,9 +34,27 @@ export interface CardReport {
   /** Validation problems (errors and warnings) from the card engine. */
   problems: Problem[];
   signature: SignatureReport;
-  /** Valid, verified, and (with --probe) every interface it could check reachable. */
+  /** The Trust Manifest of the catalog entry that listed it, when the entry carries one. */
+  trustManifest?: ManifestReport;
+  /**
+   * Valid, verified, its entry's trust manifest (if any) verified, and (with --probe) every
+   * interface it could check reachable.
+   */
   ok: boolean;
   cache?: 'fresh' | 'revalidated';
+}
+
+/**
+ * An entry's Trust Manifest (AI Catalog spec "Verifying Artifact Integrity"): `verified` when a
+ * trusted signature proves its identity (the signing certificate's, or a trusted JWKS URL) and
+ * its subject matches the entry and the card; `invalid` when it contradicts them; `untrusted`
+ * when no trusted key verifies it.
+ */
+export interface ManifestReport {
+  status: 'verified' | 'untrusted' | 'invalid';
+  /** The identity the manifest names (proven when verified). */
+  identity: string;
+  message: string;
 }
 
 export interface CatalogReport {

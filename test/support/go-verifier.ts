@@ -35,9 +35,12 @@ export async function goVerify(opts: {
   bundle: string;
   identity: string;
   now?: Date;
+  /** Most certificates an x5c header may carry (the verifier's default: 5). */
+  maxChain?: number;
 }): Promise<GoVerdict> {
   const bin = await goVerifier();
   const args = [`-card=${opts.card}`, `-bundle=${opts.bundle}`, `-identity=${opts.identity}`];
+  if (opts.maxChain !== undefined) args.push(`-max-chain=${opts.maxChain}`);
   if (opts.now) args.push(`-now=${opts.now.toISOString().replace(/\.\d{3}Z$/, 'Z')}`);
   const { stdout } = await run(bin, args, { timeout: 60_000 });
   return JSON.parse(stdout) as GoVerdict;

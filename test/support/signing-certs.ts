@@ -75,7 +75,8 @@ export async function createIntermediate(
 
 export interface LeafOptions {
   uri?: string;
-  commonName?: string;
+  /** null: an empty subject (as cert-manager issues for a Certificate with only a URI SAN). */
+  commonName?: string | null;
   notBefore?: Date;
   notAfter?: Date;
   /** Key usage flags; null: no key usage extension. Default digitalSignature. */
@@ -90,7 +91,7 @@ export async function issueLeaf(
   const keys = await keyPair();
   const usages = opts.usages === undefined ? x509.KeyUsageFlags.digitalSignature : opts.usages;
   const cert = await x509.X509CertificateGenerator.create({
-    subject: `CN=${opts.commonName ?? 'agent'}`,
+    subject: opts.commonName === null ? '' : `CN=${opts.commonName ?? 'agent'}`,
     issuer: issuer.cert.subject,
     publicKey: keys.publicKey,
     signingKey: issuer.keys.privateKey,
@@ -100,7 +101,15 @@ export async function issueLeaf(
     extensions: [
       new x509.BasicConstraintsExtension(opts.ca ?? false, undefined, true),
       ...(usages === null ? [] : [new x509.KeyUsagesExtension(usages, true)]),
-      ...(opts.uri ? [new x509.SubjectAlternativeNameExtension([{ type: 'url', value: opts.uri }])] : []),
+      // RFC 5280 section 4.2.1.6: with an empty subject the SAN extension is critical.
+      ...(opts.uri
+        ? [
+            new x509.SubjectAlternativeNameExtension(
+              [{ type: 'url', value: opts.uri }],
+              opts.commonName === null,
+            ),
+          ]
+        : []),
     ],
   });
   return { cert, keys };

@@ -391,7 +391,7 @@ export class CatalogController {
   }
 
   private enqueueInline(namespace: string): void {
-    // Inline entries carry the published card; a trust policy verifies it.
+    // Inline entries carry the published card; a trust policy verifies it; a manifest digests it.
     const inline = (c: CatalogObject) => readsPublishedCards(c.spec);
     const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
     for (const c of scope?.list(namespace) ?? [])
@@ -644,10 +644,13 @@ export class CatalogController {
   }
 }
 
-/** Whether a catalog reads its cards' published documents: inline entries, or a trust policy. */
+/**
+ * Whether a catalog reads its cards' published documents: inline entries, a trust policy, or
+ * signing (each entry's Trust Manifest carries the digest of the card served).
+ */
 function readsPublishedCards(spec: unknown): boolean {
-  const s = spec as { entries?: unknown; trust?: unknown } | undefined;
-  return s?.entries === 'inline' || s?.trust !== undefined;
+  const s = spec as { entries?: unknown; trust?: unknown; signing?: unknown } | undefined;
+  return s?.entries === 'inline' || s?.trust !== undefined || s?.signing !== undefined;
 }
 
 function sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {

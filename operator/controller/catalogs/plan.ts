@@ -33,6 +33,7 @@ import {
 } from '../../catalog/resource.ts';
 import { matchesSelector } from '../../catalog/selector.ts';
 import { loadTrust, verifyPublishedCard, type TrustSources } from '../../catalog/trust.ts';
+import { addTrustManifests } from '../../catalog/trust-manifest.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
 import type { CatalogReasons, SignedReason } from '../../api/reasons.ts';
 import { CATALOG_CONDITION_TYPES } from '../../catalog/resource.ts';
@@ -415,6 +416,20 @@ export async function decideCatalog(
     const m = /-p(\d+)$/.exec(name);
     if (m) previousDocs.push(livePart(Number(m[1])));
   }
+  // Trust Manifests (signed by the catalog's key) bind each card entry to the card served.
+  const servedCards = new Map<string, string>();
+  selected.built.forEach((b, i) => {
+    const text = selected.views[i]!.publishedCard;
+    if (text !== undefined) servedCards.set(b.entry.identifier, text);
+  });
+  const manifests = await addTrustManifests(built, {
+    key: signing.keys[0],
+    jku: spec.signing?.jku,
+    publisher: spec.publisher,
+    served: servedCards,
+    previousDocs,
+    now: formatTime(now),
+  });
   const identifier = catalogIdentifier(spec.publisher, kind, catalog);
   const title =
     spec.host?.displayName ??
@@ -425,7 +440,7 @@ export async function decideCatalog(
     identifier,
     title,
     host: spec.host,
-    entries: built,
+    entries: manifests.entries,
     include: spec.include ?? [],
     previous: previousEntries(previousDocs),
     now: formatTime(now),
@@ -506,7 +521,7 @@ export async function decideCatalog(
         ...(spec.trust ? { unverified: unverified.length } : {}),
         ...(key ? { signatures: [signatureStatus(key)] } : {}),
       },
-      message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}`,
+      message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}${manifests.note ? `; ${manifests.note}` : ''}`,
     },
   };
 }

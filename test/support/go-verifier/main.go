@@ -2,11 +2,12 @@
 // go-jose and go-spiffe: it shares no code with the TypeScript verifier, so a card both accept
 // (and a chain both refuse) is evidence about the format, not about one implementation.
 //
-//	go-verifier -card card.json -bundle ca.pem -identity 'spiffe://example.org/ns/team-a/*' [-now RFC3339]
+//	go-verifier -card card.json -bundle ca.pem -identity 'spiffe://example.org/ns/team-a/*' [-now RFC3339] [-max-chain N]
 //
 // It computes the signing payload itself (RFC 8785 JSON Canonicalization of the card without
 // "signatures", A2A spec section 8.4.1), validates each signature's x5c chain to the bundle at
-// -now (crypto/x509 Verify), requires the leaf's KeyUsage to allow digitalSignature, parses the
+// -now (crypto/x509 Verify), refuses an x5c header of more than -max-chain certificates (default 5,
+// the limit the operator's verifier states; crypto/x509 has no such option), requires the leaf's KeyUsage to allow digitalSignature, parses the
 // leaf's single URI SAN as a SPIFFE ID, matches it against -identity (exact, or a trailing /*),
 // and verifies the JWS with the leaf's key. It prints one JSON line:
 // {"verified":true,"identity":"spiffe://..."} or {"verified":false,"error":"..."}.
@@ -15,6 +16,7 @@ package main
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -43,13 +45,14 @@ func main() {
 	bundleFile := flag.String("bundle", "", "trust bundle (PEM)")
 	pattern := flag.String("identity", "", "identity pattern")
 	nowFlag := flag.String("now", "", "verification time (RFC 3339; default now)")
+	maxChain := flag.Int("max-chain", 5, "most certificates an x5c header may carry")
 	flag.Parse()
-	res := run(*cardFile, *bundleFile, *pattern, *nowFlag)
+	res := run(*cardFile, *bundleFile, *pattern, *nowFlag, *maxChain)
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
 }
 
-func run(cardFile, bundleFile, pattern, nowFlag string) result {
+func run(cardFile, bundleFile, pattern, nowFlag string, maxChain int) result {
 	fail := func(err error) result { return result{Error: err.Error()} }
 	now := time.Now()
 	if nowFlag != "" {
@@ -89,7 +92,7 @@ func run(cardFile, bundleFile, pattern, nowFlag string) result {
 	}
 	var errs []string
 	for i, s := range sigs {
-		identity, err := verifyOne(s, payload.Bytes(), roots, pattern, now)
+		identity, err := verifyOne(s, payload.Bytes(), roots, pattern, now, maxChain)
 		if err == nil {
 			return result{Verified: true, Identity: identity}
 		}
@@ -101,7 +104,7 @@ func run(cardFile, bundleFile, pattern, nowFlag string) result {
 	return result{Error: strings.Join(errs, "; ")}
 }
 
-func verifyOne(s any, payload []byte, roots *x509.CertPool, pattern string, now time.Time) (string, error) {
+func verifyOne(s any, payload []byte, roots *x509.CertPool, pattern string, now time.Time, maxChain int) (string, error) {
 	entry, _ := s.(map[string]any)
 	protected, _ := entry["protected"].(string)
 	signature, _ := entry["signature"].(string)
@@ -109,6 +112,13 @@ func verifyOne(s any, payload []byte, roots *x509.CertPool, pattern string, now 
 	jws, err := jose.ParseDetached(protected+".."+signature, payload, algs)
 	if err != nil {
 		return "", fmt.Errorf("parse: %w", err)
+	}
+	// go-jose keeps the parsed x5c to itself: the count comes from the protected header.
+	var raw struct {
+		X5c []string `json:"x5c"`
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(protected); err == nil && json.Unmarshal(b, &raw) == nil && len(raw.X5c) > maxChain {
+		return "", fmt.Errorf("chain: x5c has %d certificates, more than the limit of %d", len(raw.X5c), maxChain)
 	}
 	header := jws.Signatures[0].Protected
 	chains, err := header.Certificates(x509.VerifyOptions{

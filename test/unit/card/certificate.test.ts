@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import * as jose from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expiryWarningAt } from '../../../operator/card/certificate.ts';
@@ -13,6 +13,7 @@ import {
 import { signingPayload } from '../../../operator/card/jcs.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
+import { parseTrustBundle } from '../../../operator/card/x5c.ts';
 import { UserError } from '../../../operator/errors.ts';
 import { minimalCard } from '../../support/cards.ts';
 import {
@@ -87,6 +88,25 @@ describe('certificate signing keys', () => {
     );
     // ...and with the card verifier, through the JWKS.
     expect((await verifyCard(signed, publicJwks([key]))).verified).toBe(true);
+  });
+
+  it('signs with what cert-manager issues for a URI SAN only: an empty subject and a SEC1 key', async () => {
+    const e = await tlsSecretEntries({ root, intermediate, uri: SPIFFE, commonName: null });
+    const sec1 = createPrivateKey(e['tls.key']).export({ type: 'sec1', format: 'pem' }).toString();
+    expect(sec1).toMatch(/^-----BEGIN EC PRIVATE KEY-----/);
+    const key = await importCertificateSigningKey({ ...material(e), privateKey: sec1 });
+    expect(key.certificate).toMatchObject({
+      subject: '(empty subject)',
+      issuer: 'CN=signing intermediate CA',
+      identities: [SPIFFE],
+    });
+    const signed = await signCard(renderV1(validateCard(minimalCard()).card!), [key]);
+    const verdict = await verifyCard(
+      signed,
+      { keys: [] },
+      { certificates: { roots: parseTrustBundle(e['ca.crt'], 'ca.crt'), identities: [SPIFFE] } },
+    );
+    expect(verdict).toMatchObject({ verified: true, identity: SPIFFE });
   });
 
   it('keeps a lone self-signed leaf in x5c, and drops a self-signed root at the end of tls.crt', async () => {

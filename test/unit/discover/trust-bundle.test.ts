@@ -3,6 +3,7 @@
  * as real processes), and the independent Go verifier (crypto/x509, go-jose, go-spiffe) accepting
  * the same cards and refusing the same bad chains.
  */
+import { webcrypto } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderV1 } from '../../../operator/card/render.ts';
 import { importCertificateSigningKey, signCard } from '../../../operator/card/sign.ts';
 import { verifyCard } from '../../../operator/card/verify.ts';
-import { parseTrustBundle } from '../../../operator/card/x5c.ts';
+import { MAX_CHAIN_LENGTH, parseTrustBundle } from '../../../operator/card/x5c.ts';
 import { tlsSecretEntries } from '../../support/signing-certs.ts';
+import { publisherIdentity, withTrustManifest } from '../../../operator/catalog/trust-manifest.ts';
 import { validateCard } from '../../../operator/card/validate.ts';
 import { A2A_AGENT_CARD_MEDIA_TYPE } from '../../../operator/catalog/document.ts';
 import { minimalCard } from '../../support/cards.ts';
@@ -29,6 +31,7 @@ import {
 const TEAM_A = 'spiffe://example.org/ns/team-a/*';
 const AGENT_A = 'spiffe://example.org/ns/team-a/sa/recipes';
 const AGENT_B = 'spiffe://example.org/ns/team-b/sa/billing';
+const CATALOG_A = 'spiffe://example.org/ns/team-a/sa/catalog';
 const LOOPBACK = ['--allow-cidr', '127.0.0.0/8'];
 
 let files: FileServer;
@@ -73,6 +76,40 @@ beforeAll(async () => {
       ],
     }),
   );
+  // A catalog whose entries carry trust manifests signed by the catalog's own certificate: one
+  // binds the card served, the other a card that is not the one served.
+  const catalogLeaf = await createLeaf(intermediate, { uris: [CATALOG_A] });
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', catalogLeaf.keys.privateKey));
+  const catalogKey = await importCertificateSigningKey({
+    certificate: catalogLeaf.pem + intermediate.pem,
+    privateKey: `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64')}\n-----END PRIVATE KEY-----\n`,
+  });
+  const manifested = async (identifier: string, url: string, servedText: string) =>
+    withTrustManifest(
+      { identifier, type: A2A_AGENT_CARD_MEDIA_TYPE, url },
+      {
+        key: catalogKey,
+        publisher: publisherIdentity(catalogKey)!,
+        now: '2026-12-02T04:00:00Z',
+        served: new Map([[identifier, servedText]]),
+        previous: new Map(),
+      },
+    );
+  files.routes.set('/a-copy.json', json(cardA));
+  files.routes.set(
+    '/manifests.json',
+    json({
+      specVersion: '1.0',
+      entries: [
+        await manifested(
+          'urn:air:example.org:team-a:recipes',
+          `${files.origin}/a.json`,
+          JSON.stringify(cardA),
+        ),
+        await manifested('urn:air:example.org:team-a:copy', `${files.origin}/a-copy.json`, '{"not":"it"}'),
+      ],
+    }),
+  );
   // Bad chains for the Go verifier's refusals.
   const other = await createRoot('other root');
   await writeFile(join(dir, 'other.pem'), other.pem);
@@ -87,6 +124,18 @@ beforeAll(async () => {
   const impostor = await createIntermediate(root, 'example.org spire');
   await writeCard('tampered', await signWithChain(agentCard('Tampered'), leafA, [impostor]));
   await writeCard('changed', { ...cardA, description: 'changed after signing' });
+  // An identity that only shares a string prefix with the pattern (team-a vs team-ab).
+  const neighbour = await createLeaf(intermediate, { uris: ['spiffe://example.org/ns/team-ab/sa/recipes'] });
+  await writeCard('neighbour', await signWithChain(agentCard('Neighbour'), neighbour, [intermediate]));
+  // A leaf under MAX_CHAIN_LENGTH intermediates: x5c carries one certificate more than the limit.
+  let issuer = root;
+  const levels: TestCert[] = [];
+  for (let i = 0; i < MAX_CHAIN_LENGTH; i++) {
+    issuer = await createIntermediate(issuer, `level ${i}`);
+    levels.unshift(issuer);
+  }
+  const deep = await createLeaf(issuer, { uris: [AGENT_A] });
+  await writeCard('too-long', await signWithChain(agentCard('Too long'), deep, levels));
 });
 afterAll(async () => {
   await Promise.all([files?.close(), dir && rm(dir, { recursive: true })]);
@@ -115,6 +164,52 @@ describe('agentcard discover --trust-bundle --identity', () => {
     );
     expect(r.stdout).toMatch(/2 cards, 1 ok, 1 catalog, 0 errors\n$/);
   });
+
+  it("checks each entry's trust manifest against its signing certificate and the card served", async () => {
+    const r = await agentcard([
+      'discover',
+      `${files.origin}/manifests.json`,
+      '--trust-bundle',
+      caFile,
+      '--identity',
+      TEAM_A,
+      ...LOOPBACK,
+    ]);
+    expect(r.code, r.stderr + r.stdout).toBe(1);
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^ok +Recipes +1\\.0\\.0 +verified ${AGENT_A} +1 +${files.origin}/a\\.json\n +trust manifest verified: identity ${CATALOG_A} \\(its signing certificate\\)$`,
+        'm',
+      ),
+    );
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^FAIL +Recipes +1\\.0\\.0 +verified ${AGENT_A} +1 +${files.origin}/a-copy\\.json\n +trust manifest invalid: the card served at the url does not match subject\\.digest$`,
+        'm',
+      ),
+    );
+    // A pattern that leaves the catalog's identity out: the manifest is not trusted.
+    const narrow = await agentcard([
+      'discover',
+      `${files.origin}/manifests.json`,
+      '--trust-bundle',
+      caFile,
+      '--identity',
+      'spiffe://example.org/ns/team-a/sa/recipes',
+      '-o',
+      'json',
+      ...LOOPBACK,
+    ]);
+    const report = JSON.parse(narrow.stdout) as {
+      cards: { source: string; ok: boolean; trustManifest?: Record<string, unknown> }[];
+    };
+    const recipes = report.cards.find((c) => c.source.endsWith('/a.json'))!;
+    expect(recipes.ok).toBe(false);
+    expect(recipes.trustManifest).toMatchObject({ status: 'untrusted', identity: CATALOG_A });
+    expect(recipes.trustManifest!.message).toContain(
+      `the leaf identity ${CATALOG_A} matches none of the trusted identities`,
+    );
+  }, 120_000);
 
   it('takes the bundle from a URL, and names the identity in the JSON report', async () => {
     const r = await agentcard([
@@ -245,19 +340,44 @@ describe('the independent Go verifier', () => {
     ).toEqual({ verified: true, identity: AGENT_B });
   });
 
-  it('refuses what ours refuses: another namespace, another root, expired, no digitalSignature, tampered, changed', async () => {
+  it('refuses what ours refuses: another namespace, another root, expired, no digitalSignature, tampered, changed, too long', async () => {
     const refuse = async (card: string, pattern: RegExp, bundle = caFile) => {
       const verdict = await goVerify({ card: cardFiles[card]!, bundle, identity: TEAM_A });
       expect(verdict.verified, card).toBe(false);
       expect(verdict.error, card).toMatch(pattern);
     };
     await refuse('b', /identity spiffe:\/\/example.org\/ns\/team-b\/sa\/billing does not match/);
+    await refuse('neighbour', /identity spiffe:\/\/example.org\/ns\/team-ab\/sa\/recipes does not match/);
     await refuse('a', /chain: x509: certificate signed by unknown authority/, join(dir, 'other.pem'));
     await refuse('expired', /chain: x509: certificate has expired or is not yet valid/);
     await refuse('no-usage', /KeyUsage does not allow digitalSignature/);
     await refuse('tampered', /chain: x509: certificate signed by unknown authority/);
     await refuse('changed', /signature: go-jose\/go-jose: error in cryptographic primitive/);
-  });
+    await refuse(
+      'too-long',
+      new RegExp(
+        `chain: x5c has ${MAX_CHAIN_LENGTH + 1} certificates, more than the limit of ${MAX_CHAIN_LENGTH}`,
+      ),
+    );
+    // The same chain within a raised limit validates: the refusal is the length, nothing else.
+    expect(
+      await goVerify({ card: cardFiles['too-long']!, bundle: caFile, identity: TEAM_A, maxChain: 6 }),
+    ).toEqual({ verified: true, identity: AGENT_A });
+    // Ours refuses it too, for the same reason.
+    const ours = await agentcard([
+      'verify',
+      '-f',
+      cardFiles['too-long']!,
+      '--trust-bundle',
+      caFile,
+      '--identity',
+      TEAM_A,
+    ]);
+    expect(ours.code).toBe(1);
+    expect(ours.stderr).toContain(
+      `x5c has ${MAX_CHAIN_LENGTH + 1} certificates; at most ${MAX_CHAIN_LENGTH}`,
+    );
+  }, 120_000);
 
   it("accepts a card signed by the operator's certificate signer, as ours does", async () => {
     // A cert-manager style kubernetes.io/tls Secret: tls.crt = leaf + intermediate, ca.crt = root.
