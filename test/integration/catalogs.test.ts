@@ -311,14 +311,10 @@ describe('catalogs on the real control plane', () => {
 
   it('adds a card within seconds of it becoming Ready, and drops a deleted one', async () => {
     await api.putSecret(b.name, 'pending-key', { jwk: await privateJwk('pending-k1') }, true);
-    const added = await servedCatalog(
-      [urn(a.name, 'alpha'), urn(b.name, 'beta'), urn(b.name, 'pending')],
-      15_000,
-    );
+    // servedCatalog fails if either takes 15 s or more (its wait outlasts that bound).
+    await servedCatalog([urn(a.name, 'alpha'), urn(b.name, 'beta'), urn(b.name, 'pending')], 15_000);
     await api.deleteCard(a.name, 'alpha');
-    const removed = await servedCatalog([urn(b.name, 'beta'), urn(b.name, 'pending')], 15_000);
-    expect(added.elapsedMs).toBeLessThan(15_000);
-    expect(removed.elapsedMs).toBeLessThan(15_000);
+    await servedCatalog([urn(b.name, 'beta'), urn(b.name, 'pending')], 15_000);
   });
 
   it('writes nothing while nothing changes (resync every 2 s)', async () => {
