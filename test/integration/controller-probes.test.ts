@@ -154,16 +154,24 @@ describe('controller: probe results in status', () => {
   }, 90_000);
 
   it('turning probes off in the spec reports ProbesDisabled and Ready without a reachability claim', async () => {
-    const card = await api.getCard(ns.name, 'half');
-    await api.replaceSpec(ns.name, 'half', { ...card!.spec, probe: { enabled: false } });
+    // A card of its own, probed and failing first (one interface refuses), so the case runs alone.
+    await api.createCard(ns.name, 'switched', {
+      card: sampleCard('1.0.0', {
+        supportedInterfaces: [jsonrpc(open.jsonrpc), jsonrpc('http://127.0.0.1:9/closed')],
+      }),
+      probe: { interval: '10s', timeout: '2s' },
+    });
+    expect(condition(await settled('switched'), 'InterfacesReachable')?.status).toBe('False');
+    const card = await api.getCard(ns.name, 'switched');
+    await api.replaceSpec(ns.name, 'switched', { ...card!.spec, probe: { enabled: false } });
     await waitFor('ProbesDisabled', async () => {
-      const c = await api.getCard(ns.name, 'half');
+      const c = await api.getCard(ns.name, 'switched');
       return (
         condition(c, 'InterfacesReachable')?.reason === 'ProbesDisabled' &&
         condition(c, 'Ready')?.status === 'True'
       );
     });
-    const c = await api.getCard(ns.name, 'half');
+    const c = await api.getCard(ns.name, 'switched');
     expect((c!.status as Record<string, unknown>).interfaces).toBeUndefined();
     expect(condition(c, 'Ready')!.message).toContain('interfaces not probed');
   });
