@@ -18,6 +18,8 @@ import { startMode, startProxy, SERVING_MODES, type CardServer } from '../suppor
 import {
   condition,
   controllerWrites,
+  metricValue,
+  operatorMetrics,
   privateJwk,
   sampleCard,
   sleep,
@@ -27,7 +29,7 @@ import {
 } from '../support/operator.ts';
 
 let peer: A2APeers;
-const { kc, api, ns } = useOperatorInNamespace('audiences', {
+const { kc, api, ns, op } = useOperatorInNamespace('audiences', {
   // A short resync: the steady-state check below sees several reconciles that must write nothing.
   flags: ['--resync', '2s'],
   probes: true,
@@ -211,7 +213,25 @@ describe('audiences on the real control plane', () => {
     await sleep(2000);
     const data = await publishedData();
     const before = await controllerWrites(kc);
-    await sleep(12_000); // several 2 s resyncs and at least one 10 s probe round
+    // Counted, not slept through: the window ends after several reconciles (2 s resyncs) and a
+    // whole probe round. The card probes its own interface and the in-cluster audience's (the
+    // public one is not probed); a round can be under way at the start, so two rounds' worth of
+    // probes contain a whole one.
+    const probed = 2;
+    const metrics = async () => operatorMetrics(op.metricsPort());
+    const counts = (text: string) => ({
+      probes: metricValue(text, 'agentcard_probes_total'),
+      reconciles: metricValue(text, 'agentcard_reconcile_total', { result: 'success' }),
+    });
+    const start = counts(await metrics());
+    await waitFor(
+      'three reconciles and a whole probe round',
+      async () => {
+        const now = counts(await metrics());
+        return now.reconciles - start.reconciles >= 3 && now.probes - start.probes >= 2 * probed;
+      },
+      25_000,
+    );
     expect(await controllerWrites(kc)).toEqual(before);
     expect(await publishedData()).toEqual(data);
   }, 30_000);

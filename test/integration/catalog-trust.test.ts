@@ -3,28 +3,20 @@
 // trust-manager distributes bundles), and the catalog listing only the cards that verify,
 // counting and naming the others, with the signer on its page.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { publicPart } from '../../operator/card/verify.ts';
-import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
-import {
-  Api,
-  installCatalogCrds,
-  sampleCard,
-  startOperator,
-  waitFor,
-  type InProcessOperator,
-} from '../support/operator.ts';
+import { sampleCard, useOperatorInNamespace, waitFor } from '../support/operator.ts';
 import { createRoot } from '../support/x5c-signer.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
+const { kc, api, ns } = useOperatorInNamespace('cat-trust', {
+  catalogs: true,
+  flags: ['--resync', '2s'],
+});
 const core = kc.makeApiClient(CoreV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
 const G = { group: 'agentcard.dev', version: 'v1alpha1' };
 
-let ns: TestNamespace;
-let op: InProcessOperator;
 let trustedJwk: Record<string, unknown>;
 
 interface CatalogStatus {
@@ -95,9 +87,6 @@ async function catalogStatus(): Promise<CatalogStatus> {
 const published = (s: CatalogStatus) => s.conditions?.find((c) => c.type === 'Published');
 
 beforeAll(async () => {
-  await installCatalogCrds(kc);
-  ns = await createTestNamespace('cat-trust');
-  op = await startOperator(ns.name, ['--namespace', ns.name, '--resync', '2s']);
   trustedJwk = publicPart(await card('trusted', 'team-k1')) as Record<string, unknown>;
   await card('stranger', 'other-k1');
   await waitFor('both AgentCards Ready', async () => {
@@ -107,11 +96,6 @@ beforeAll(async () => {
       : undefined;
   });
 }, 180_000);
-
-afterAll(async () => {
-  await op?.stop();
-  await ns?.cleanup();
-});
 
 describe('a catalog that requires a trust policy', () => {
   it('lists only the cards signed by a trusted key, counts and names the others, shows the signer', async () => {

@@ -20,6 +20,8 @@ import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } f
 import {
   Api,
   installCatalogCrds,
+  metricValue,
+  operatorMetrics,
   privateJwk,
   sampleCard,
   startOperator,
@@ -311,21 +313,41 @@ describe('catalogs on the real control plane', () => {
 
   it('adds a card within seconds of it becoming Ready, and drops a deleted one', async () => {
     await api.putSecret(b.name, 'pending-key', { jwk: await privateJwk('pending-k1') }, true);
-    const added = await servedCatalog(
-      [urn(a.name, 'alpha'), urn(b.name, 'beta'), urn(b.name, 'pending')],
-      15_000,
-    );
+    // servedCatalog fails if either takes 15 s or more (its wait outlasts that bound).
+    await servedCatalog([urn(a.name, 'alpha'), urn(b.name, 'beta'), urn(b.name, 'pending')], 15_000);
     await api.deleteCard(a.name, 'alpha');
-    const removed = await servedCatalog([urn(b.name, 'beta'), urn(b.name, 'pending')], 15_000);
-    expect(added.elapsedMs).toBeLessThan(15_000);
-    expect(removed.elapsedMs).toBeLessThan(15_000);
+    await servedCatalog([urn(b.name, 'beta'), urn(b.name, 'pending')], 15_000);
   });
 
   it('writes nothing while nothing changes (resync every 2 s)', async () => {
     const cmName = `${clusterCatalogName()}-cluster-ai-catalog`;
     const before = await api.getConfigMap(pub.name, cmName);
     const cat = await getCatalog('clusteragentcatalogs', clusterCatalogName());
-    await new Promise((r) => setTimeout(r, 5_000));
+    // Counted, not slept through: the window ends once the resyncs have reconciled every catalog
+    // the operator watches at least twice. Every resync enqueues all of them, so their counts
+    // differ by one at most; three reconciles per catalog leave each with two at least.
+    const list = async (plural: string, namespace?: string) =>
+      (
+        (namespace
+          ? await custom.listNamespacedCustomObject({ ...G, plural, namespace })
+          : await custom.listClusterCustomObject({ ...G, plural })) as { items: unknown[] }
+      ).items.length;
+    const catalogs =
+      (await list('clusteragentcatalogs')) +
+      (await Promise.all([a, b, c, pub].map((n) => list('agentcatalogs', n.name)))).reduce(
+        (x, y) => x + y,
+        0,
+      );
+    const reconciles = async () =>
+      metricValue(await operatorMetrics(op.metricsPort()), 'controller_runtime_reconcile_total', {
+        controller: 'agentcatalog',
+      });
+    const reconcilesBefore = await reconciles();
+    await waitFor(
+      `${3 * catalogs} catalog reconciles`,
+      async () => (await reconciles()) - reconcilesBefore >= 3 * catalogs,
+      30_000,
+    );
     expect((await api.getConfigMap(pub.name, cmName))?.metadata?.resourceVersion).toBe(
       before?.metadata?.resourceVersion,
     );

@@ -2,7 +2,16 @@
 // on loopback: verdicts, n/m, Ready, credentials from a Secret, and no writes while nothing changes.
 import { describe, expect, it } from 'vitest';
 import { startA2APeers, type A2APeers } from '../support/a2a-peers.ts';
-import { condition, sampleCard, sleep, waitFor, useOperatorInNamespace } from '../support/operator.ts';
+import {
+  condition,
+  metricValue,
+  operatorMetrics,
+  RESOURCE,
+  sampleCard,
+  waitFor,
+  useOperatorInNamespace,
+  type AgentCardLive,
+} from '../support/operator.ts';
 
 let open: A2APeers;
 let guarded: A2APeers;
@@ -19,6 +28,32 @@ const { api, ns, op } = useOperatorInNamespace('controller-probes', {
 });
 
 const jsonrpc = (url: string) => ({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+
+/** Every AgentCard of the namespace, by name, with its resourceVersion. */
+async function resourceVersions(): Promise<Record<string, string>> {
+  const list = (await api.custom.listNamespacedCustomObject({ ...RESOURCE, namespace: ns.name })) as {
+    items: AgentCardLive[];
+  };
+  return Object.fromEntries(list.items.map((c) => [c.metadata.name, c.metadata.resourceVersion]));
+}
+
+/** The cards whose interfaces are probed, with how many interfaces each has. */
+async function probingCards(): Promise<Array<{ name: string; interfaces: number }>> {
+  const list = (await api.custom.listNamespacedCustomObject({ ...RESOURCE, namespace: ns.name })) as {
+    items: AgentCardLive[];
+  };
+  return list.items
+    .filter((c) => condition(c, 'InterfacesReachable')?.reason !== 'ProbesDisabled')
+    .map((c) => ({
+      name: c.metadata.name,
+      interfaces: ((c.status as { interfaces?: unknown[] } | undefined)?.interfaces ?? []).length,
+    }));
+}
+
+/** Probes the operator has run, over every card and verdict. */
+async function probesRun(): Promise<number> {
+  return metricValue(await operatorMetrics(op.metricsPort()), 'agentcard_probes_total');
+}
 
 async function settled(name: string, type = 'InterfacesReachable') {
   return waitFor(`${name} ${type} decided`, async () => {
@@ -92,25 +127,51 @@ describe('controller: probe results in status', () => {
   });
 
   it('writes nothing while the verdicts stay the same (two probe rounds)', async () => {
-    const before = await Promise.all(['up', 'half', 'authed'].map((n) => api.getCard(ns.name, n)));
-    await sleep(25_000); // more than two 10 s rounds
-    const after = await Promise.all(['up', 'half', 'authed'].map((n) => api.getCard(ns.name, n)));
-    expect(after.map((c) => c?.metadata.resourceVersion)).toEqual(
-      before.map((c) => c?.metadata.resourceVersion),
+    // A card of its own (one reachable interface, one refused), so the case runs alone; with the
+    // file's other cards, every card in the namespace is checked.
+    await api.createCard(ns.name, 'steady', {
+      card: sampleCard('1.0.0', {
+        supportedInterfaces: [jsonrpc(open.jsonrpc), jsonrpc('http://127.0.0.1:9/closed')],
+      }),
+      probe: { interval: '10s', timeout: '2s' },
+    });
+    await waitFor('steady Ready=False', async () => {
+      const c = condition(await api.getCard(ns.name, 'steady'), 'Ready');
+      return c?.status === 'False' && c.reason === 'ConnectionFailed';
+    });
+    const before = await resourceVersions();
+    // Rounds counted, not slept through: every probing card runs one round per 10 s interval, so
+    // their round counts differ by one at most; once the probes run reach three per probed
+    // interface, the card with the fewest rounds has had two.
+    const interfaces = (await probingCards()).reduce((n, c) => n + c.interfaces, 0);
+    const probesBefore = await probesRun();
+    await waitFor(
+      `${3 * interfaces} more probes (two rounds of every card)`,
+      async () => (await probesRun()) - probesBefore >= 3 * interfaces,
+      60_000,
     );
-  }, 60_000);
+    expect(await resourceVersions()).toEqual(before);
+  }, 90_000);
 
   it('turning probes off in the spec reports ProbesDisabled and Ready without a reachability claim', async () => {
-    const card = await api.getCard(ns.name, 'half');
-    await api.replaceSpec(ns.name, 'half', { ...card!.spec, probe: { enabled: false } });
+    // A card of its own, probed and failing first (one interface refuses), so the case runs alone.
+    await api.createCard(ns.name, 'switched', {
+      card: sampleCard('1.0.0', {
+        supportedInterfaces: [jsonrpc(open.jsonrpc), jsonrpc('http://127.0.0.1:9/closed')],
+      }),
+      probe: { interval: '10s', timeout: '2s' },
+    });
+    expect(condition(await settled('switched'), 'InterfacesReachable')?.status).toBe('False');
+    const card = await api.getCard(ns.name, 'switched');
+    await api.replaceSpec(ns.name, 'switched', { ...card!.spec, probe: { enabled: false } });
     await waitFor('ProbesDisabled', async () => {
-      const c = await api.getCard(ns.name, 'half');
+      const c = await api.getCard(ns.name, 'switched');
       return (
         condition(c, 'InterfacesReachable')?.reason === 'ProbesDisabled' &&
         condition(c, 'Ready')?.status === 'True'
       );
     });
-    const c = await api.getCard(ns.name, 'half');
+    const c = await api.getCard(ns.name, 'switched');
     expect((c!.status as Record<string, unknown>).interfaces).toBeUndefined();
     expect(condition(c, 'Ready')!.message).toContain('interfaces not probed');
   });

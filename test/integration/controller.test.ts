@@ -34,6 +34,16 @@ async function readyCard(name: string, timeoutMs = 30_000) {
   );
 }
 
+/**
+ * A signed card of the case's own (its name, its own labelled key Secret `<name>-key`), Ready.
+ * Every case that needs a published card makes one, so each runs alone (`-t`) and in any order.
+ */
+async function publishedCard(name: string, kid: string, extra: Record<string, unknown> = {}, alg = 'ES256') {
+  await api.putSecret(ns.name, `${name}-key`, { jwk: await privateJwk(kid, alg) }, true);
+  await api.createCard(ns.name, name, signedSpec(`${name}-key`, '1.0.0', extra));
+  return readyCard(name);
+}
+
 describe('controller: reconcile on the real API server', () => {
   it('publishes a signed card in an owned ConfigMap and reports Ready', async () => {
     await api.putSecret(ns.name, 'weather-key', { jwk: await privateJwk('k1') }, true);
@@ -109,18 +119,18 @@ describe('controller: reconcile on the real API server', () => {
   });
 
   it('follows a spec change: new bytes, new version, observedGeneration', async () => {
-    const before = await readyCard('weather');
+    const before = await publishedCard('change', 'c1', { serving: { cacheMaxAgeSeconds: 60 } });
     const readySince = condition(before, 'Ready')!.lastTransitionTime;
     await api.replaceSpec(
       ns.name,
-      'weather',
-      signedSpec('weather-key', '1.1.0', { serving: { cacheMaxAgeSeconds: 60 } }),
+      'change',
+      signedSpec('change-key', '1.1.0', { serving: { cacheMaxAgeSeconds: 60 } }),
     );
     const after = await waitFor('version 1.1.0 in status', async () => {
-      const c = await api.getCard(ns.name, 'weather');
+      const c = await api.getCard(ns.name, 'change');
       return c?.status?.card?.version === '1.1.0' && c.status.observedGeneration === 2 ? c : undefined;
     });
-    const cm = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    const cm = (await api.getConfigMap(ns.name, 'change-agent-card'))!;
     expect(JSON.parse(cm.data!['agent-card.json']!).version).toBe('1.1.0');
     expect(condition(after, 'Ready')).toMatchObject({
       status: 'True',
@@ -207,13 +217,14 @@ describe('controller: reconcile on the real API server', () => {
   });
 
   it('re-signs within seconds when a labelled key Secret is rotated', async () => {
-    const oldJwks = JSON.parse((await api.getConfigMap(ns.name, 'weather-agent-card'))!.data!['jwks.json']!);
+    await publishedCard('rotated', 'k1');
+    const oldJwks = JSON.parse((await api.getConfigMap(ns.name, 'rotated-agent-card'))!.data!['jwks.json']!);
     const t0 = Date.now();
-    await api.putSecret(ns.name, 'weather-key', { jwk: await privateJwk('k2', 'EdDSA') }, true);
+    await api.putSecret(ns.name, 'rotated-key', { jwk: await privateJwk('k2', 'EdDSA') }, true);
     const card = await waitFor(
       'kid k2 in status',
       async () => {
-        const c = await api.getCard(ns.name, 'weather');
+        const c = await api.getCard(ns.name, 'rotated');
         return c?.status?.signatures?.[0]?.kid === 'k2' ? c : undefined;
       },
       30_000,
@@ -221,7 +232,7 @@ describe('controller: reconcile on the real API server', () => {
     // As above: the wait outlasts the bound, which is asserted on its own.
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(card.status?.signatures).toEqual([{ kid: 'k2', alg: 'EdDSA' }]);
-    const cm = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    const cm = (await api.getConfigMap(ns.name, 'rotated-agent-card'))!;
     const served = JSON.parse(cm.data!['agent-card.json']!);
     expect((await verifyCard(served, JSON.parse(cm.data!['jwks.json']!))).verified).toBe(true);
     expect((await verifyCard(served, oldJwks)).verified).toBe(false);
@@ -254,36 +265,49 @@ describe('controller: reconcile on the real API server', () => {
   });
 
   it('repairs an owned ConfigMap that someone else edits or deletes', async () => {
-    const good = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+    // EdDSA, whose signatures are deterministic: the card signed again is byte for byte the one
+    // that was served before the edit.
+    await publishedCard('repaired', 'r1', {}, 'EdDSA');
+    const good = (await api.getConfigMap(ns.name, 'repaired-agent-card'))!;
     await api.core.replaceNamespacedConfigMap({
       namespace: ns.name,
-      name: 'weather-agent-card',
+      name: 'repaired-agent-card',
       body: { ...good, data: { ...good.data, 'agent-card.json': '{}' } },
     });
     await waitFor('the ConfigMap restored', async () => {
-      const cm = await api.getConfigMap(ns.name, 'weather-agent-card');
+      const cm = await api.getConfigMap(ns.name, 'repaired-agent-card');
       return cm?.data?.['agent-card.json'] === good.data!['agent-card.json'];
     });
-    await api.core.deleteNamespacedConfigMap({ namespace: ns.name, name: 'weather-agent-card' });
+    await api.core.deleteNamespacedConfigMap({ namespace: ns.name, name: 'repaired-agent-card' });
     await waitFor('the ConfigMap recreated', async () => {
-      const cm = await api.getConfigMap(ns.name, 'weather-agent-card');
+      const cm = await api.getConfigMap(ns.name, 'repaired-agent-card');
       return cm?.data?.['agent-card.json'] === good.data!['agent-card.json'];
     });
   });
 
-  it('repairs an edit of a value the cache keeps only as a digest (the v0.3 card), and rewrites nothing else', async () => {
-    const good = (await api.getConfigMap(ns.name, 'weather-agent-card'))!;
+  it('repairs an edit of the v0.3 card alone, and rewrites nothing else', async () => {
+    // ES256, whose signatures are randomized: a card signed again differs from the one it
+    // replaces, so equal bytes prove a card was kept, not re-signed.
+    await publishedCard('legacy', 'v1');
+    const good = (await api.getConfigMap(ns.name, 'legacy-agent-card'))!;
+    const edited = '{"edited":true}';
     await api.core.replaceNamespacedConfigMap({
       namespace: ns.name,
-      name: 'weather-agent-card',
-      body: { ...good, data: { ...good.data, 'agent.json': '{"edited":true}' } },
+      name: 'legacy-agent-card',
+      body: { ...good, data: { ...good.data, 'agent.json': edited } },
     });
     const restored = await waitFor('the v0.3 card restored', async () => {
-      const cm = await api.getConfigMap(ns.name, 'weather-agent-card');
-      return cm?.data?.['agent.json'] === good.data!['agent.json'] ? cm : undefined;
+      const cm = await api.getConfigMap(ns.name, 'legacy-agent-card');
+      const legacy = cm?.data?.['agent.json'];
+      return legacy !== undefined && legacy !== edited ? cm : undefined;
     });
-    // The signed card was kept (same signatures), since only the v0.3 card differed.
-    expect(restored.data).toEqual(good.data);
+    const { signatures: _before, ...legacyBefore } = JSON.parse(good.data!['agent.json']!);
+    const { signatures: _after, ...legacyAfter } = JSON.parse(restored.data!['agent.json']!);
+    expect(legacyAfter).toEqual(legacyBefore);
+    const jwks = JSON.parse(restored.data!['jwks.json']!);
+    expect((await verifyCard(JSON.parse(restored.data!['agent.json']!), jwks)).verified).toBe(true);
+    // The signed v1.0 card was kept (same bytes, same signatures), since only the v0.3 card differed.
+    expect({ ...restored.data, 'agent.json': undefined }).toEqual({ ...good.data, 'agent.json': undefined });
   });
 
   it('publishes an unsigned card when spec.signing is absent, and says so', async () => {
@@ -297,8 +321,10 @@ describe('controller: reconcile on the real API server', () => {
   });
 
   it('reports Pods that ask for the card without the sidecar in status.serving', async () => {
+    await api.createCard(ns.name, 'requested', { card: sampleCard('2.0.0') });
+    await readyCard('requested');
     const pod = (name: string, containers: string[]) => ({
-      metadata: { name, annotations: { 'agentcard.dev/inject': 'open' } },
+      metadata: { name, annotations: { 'agentcard.dev/inject': 'requested' } },
       spec: { containers: containers.map((c) => ({ name: c, image: 'registry.example/agent:1' })) },
     });
     await api.core.createNamespacedPod({ namespace: ns.name, body: pod('agent-a', ['agent']) });
@@ -307,7 +333,7 @@ describe('controller: reconcile on the real API server', () => {
       body: pod('agent-b', ['agent', 'agentcard-sidecar']),
     });
     const card = await waitFor('status.serving with both Pods', async () => {
-      const c = await api.getCard(ns.name, 'open');
+      const c = await api.getCard(ns.name, 'requested');
       const serving = (c?.status as { serving?: { podsRequesting: number } } | undefined)?.serving;
       return serving?.podsRequesting === 2 ? c : undefined;
     });
@@ -320,26 +346,28 @@ describe('controller: reconcile on the real API server', () => {
       '1 of 2 Pods requesting this card run without the sidecar',
     );
     const warning = await waitFor('a PodsMissingSidecar event', async () =>
-      (await api.events(ns.name, 'open')).find((e) => e.reason === 'PodsMissingSidecar'),
+      (await api.events(ns.name, 'requested')).find((e) => e.reason === 'PodsMissingSidecar'),
     );
     expect(warning).toMatchObject({ type: 'Warning', message: expect.stringContaining('agent-a') });
 
     await api.core.deleteNamespacedPod({ namespace: ns.name, name: 'agent-a', gracePeriodSeconds: 0 });
     await waitFor('the Pod gone from status.serving', async () => {
-      const c = await api.getCard(ns.name, 'open');
+      const c = await api.getCard(ns.name, 'requested');
       const serving = (c?.status as { serving?: { podsMissingSidecar: number } } | undefined)?.serving;
       return serving?.podsMissingSidecar === 0 && !condition(c, 'Published')!.message.includes('sidecar');
     });
   });
 
   it('lets the garbage collector delete the ConfigMap with its AgentCard', async () => {
-    expect(await api.getConfigMap(ns.name, 'late-agent-card')).toBeDefined();
-    await api.deleteCard(ns.name, 'late');
+    await api.createCard(ns.name, 'collected', { card: sampleCard('3.0.0') });
+    await readyCard('collected');
+    expect(await api.getConfigMap(ns.name, 'collected-agent-card')).toBeDefined();
+    await api.deleteCard(ns.name, 'collected');
     // kube-controller-manager's garbage collector starts watching a new CRD's objects on its next
     // discovery resync (every 30 s), so on a fresh control plane this can take a while.
     await waitFor(
       'the ConfigMap to be garbage-collected',
-      async () => !(await api.getConfigMap(ns.name, 'late-agent-card')),
+      async () => !(await api.getConfigMap(ns.name, 'collected-agent-card')),
       90_000,
     );
   });

@@ -254,6 +254,8 @@ export interface OperatorFixtureOptions {
   /** Flags after startOperator's defaults. */
   flags?: string[];
   probes?: boolean;
+  /** Installs the AgentCatalog and ClusterAgentCatalog CRDs too. */
+  catalogs?: boolean;
   /** Runs once the namespace exists, before the operator starts: peers, Secrets, policies. */
   before?: () => Promise<void>;
   /** Runs after the operator has stopped, before the namespace is deleted. */
@@ -262,7 +264,7 @@ export interface OperatorFixtureOptions {
 
 /**
  * The set-up most controller integration files share, registered as the file's beforeAll and
- * afterAll: the AgentCard CRD, a namespace of the file's own, and an in-process operator watching
+ * afterAll: the AgentCard CRD (and the catalog CRDs on request), a namespace of the file's own, and an in-process operator watching
  * it. The namespace's name is fixed when the file loads; `op` answers from beforeAll on.
  */
 export function useOperatorInNamespace(
@@ -277,7 +279,7 @@ export function useOperatorInNamespace(
     return running;
   };
   beforeAll(async () => {
-    await installCrd(kc);
+    await (options.catalogs ? installCatalogCrds(kc) : installCrd(kc));
     await namespace.create();
     await options.before?.();
     running = await startOperator(namespace.name, options.flags, { probes: options.probes });
