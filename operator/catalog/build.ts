@@ -81,9 +81,8 @@ export function entryFingerprint(entry: CatalogEntry): string {
   return canonicalJson(rest);
 }
 
-/** Entries of published catalog documents by identifier (for updatedAt); bad documents give none. */
-export function previousEntries(documents: Iterable<string | undefined>): Map<string, PreviousEntry> {
-  const out = new Map<string, PreviousEntry>();
+/** The entries of published catalog documents, in order; a document that is not a catalog gives none. */
+export function* publishedEntries(documents: Iterable<string | undefined>): Generator<CatalogEntry> {
   for (const text of documents) {
     if (!text) continue;
     let doc: unknown;
@@ -93,11 +92,16 @@ export function previousEntries(documents: Iterable<string | undefined>): Map<st
       continue;
     }
     const entries = (doc as { entries?: unknown })?.entries;
-    if (!Array.isArray(entries)) continue;
-    for (const e of entries as CatalogEntry[]) {
-      if (e && typeof e.identifier === 'string' && typeof e.updatedAt === 'string') {
-        out.set(e.identifier, { fingerprint: entryFingerprint(e), updatedAt: e.updatedAt });
-      }
+    if (Array.isArray(entries)) yield* entries as CatalogEntry[];
+  }
+}
+
+/** Entries of published catalog documents by identifier (for updatedAt); bad documents give none. */
+export function previousEntries(documents: Iterable<string | undefined>): Map<string, PreviousEntry> {
+  const out = new Map<string, PreviousEntry>();
+  for (const e of publishedEntries(documents)) {
+    if (e && typeof e.identifier === 'string' && typeof e.updatedAt === 'string') {
+      out.set(e.identifier, { fingerprint: entryFingerprint(e), updatedAt: e.updatedAt });
     }
   }
   return out;

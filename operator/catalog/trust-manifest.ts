@@ -27,6 +27,7 @@ import { verifyDetached, type JWKS, type VerifyOptions } from '../card/verify.ts
 import { describeError } from '../errors.ts';
 import { isAgentCardEntry, type CatalogEntry, type TrustManifest, type TrustSubject } from './document.ts';
 import type { BuiltEntry } from './entries.ts';
+import { publishedEntries } from './build.ts';
 import { parseCompactDetached } from './signature.ts';
 
 export interface PublisherIdentity {
@@ -160,20 +161,9 @@ export async function withTrustManifest(entry: CatalogEntry, input: ManifestInpu
 /** The Trust Manifests of published catalog documents, by entry identifier (bad documents give none). */
 export function previousManifests(documents: Iterable<string | undefined>): Map<string, TrustManifest> {
   const out = new Map<string, TrustManifest>();
-  for (const text of documents) {
-    if (!text) continue;
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      continue;
-    }
-    const entries = (doc as { entries?: unknown })?.entries;
-    if (!Array.isArray(entries)) continue;
-    for (const e of entries as CatalogEntry[]) {
-      const m = e?.trustManifest;
-      if (m && typeof m === 'object' && typeof e.identifier === 'string') out.set(e.identifier, m);
-    }
+  for (const e of publishedEntries(documents)) {
+    const m = e?.trustManifest;
+    if (m && typeof m === 'object' && typeof e.identifier === 'string') out.set(e.identifier, m);
   }
   return out;
 }
