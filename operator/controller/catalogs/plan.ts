@@ -377,32 +377,27 @@ export async function decideCatalog(
     ...signing.condition,
     reason: signing.condition.reason as SignedReason,
   });
+  // Accepted and signed, but nothing to publish: Published says why, the last good catalog stays.
+  const stopped = (published: ConditionInput) => ({
+    generation,
+    served,
+    spec,
+    conditions: [accepted, signed, published],
+  });
   if (!signing.keys) {
-    return {
-      generation,
-      served,
-      spec,
-      conditions: [accepted, signed, keep('Published', notPublished('the signing keys cannot be used'))],
-    };
+    return stopped(keep('Published', notPublished('the signing keys cannot be used')));
   }
   const selected = selectEntries(input, spec);
   const trusted = await trustedEntries(spec, selected, input.trustSources);
   if (!trusted.ok) {
-    return {
-      generation,
-      served,
-      spec,
-      conditions: [
-        accepted,
-        signed,
-        at({
-          type: 'Published',
-          status: 'False',
-          reason: 'TrustPolicyUnavailable',
-          message: `spec.trust cannot be used: ${trusted.error}; no card can be verified, ${served}`,
-        }),
-      ],
-    };
+    return stopped(
+      at({
+        type: 'Published',
+        status: 'False',
+        reason: 'TrustPolicyUnavailable',
+        message: `spec.trust cannot be used: ${trusted.error}; no card can be verified, ${served}`,
+      }),
+    );
   }
   const { built } = trusted;
   const unverified = trusted.skipped;
@@ -447,21 +442,14 @@ export async function decideCatalog(
     signed: signing.keys.length > 0,
   });
   if (!result.ok) {
-    return {
-      generation,
-      served,
-      spec,
-      conditions: [
-        accepted,
-        signed,
-        at({
-          type: 'Published',
-          status: 'False',
-          reason: 'CatalogTooLarge',
-          message: `${result.error}; ${served}`,
-        }),
-      ],
-    };
+    return stopped(
+      at({
+        type: 'Published',
+        status: 'False',
+        reason: 'CatalogTooLarge',
+        message: `${result.error}; ${served}`,
+      }),
+    );
   }
   const key = signing.keys[0];
   const jku = spec.signing?.jku;
