@@ -75,6 +75,12 @@ const CGROUP_CONTROLLERS = [
   'pids',
   'systemd',
 ];
+/**
+ * Every hierarchy the node's cgroups end up in, for `down` and its leftover check: the v1 ones
+ * above, and on a hybrid host the cgroup v2 hierarchy mounted at `unified`, where runc also puts
+ * each container (we never create anything there, but its tree outlives the node unless removed).
+ */
+const CGROUP_HIERARCHIES = [...CGROUP_CONTROLLERS, 'unified'];
 
 export interface NodeClusterState {
   /** The admin kubeconfig's server: the host end of the relay. */
@@ -237,7 +243,7 @@ export function nodeLeftovers(state: NodeClusterState): string[] {
   ] as const) {
     if (pid && isAlive(pid)) left.push(`${what} process ${pid}`);
   }
-  for (const controller of CGROUP_CONTROLLERS) {
+  for (const controller of CGROUP_HIERARCHIES) {
     const dir = join('/sys/fs/cgroup', controller, state.cgroupRoot);
     if (existsSync(dir)) left.push(`cgroup ${dir}`);
   }
@@ -743,7 +749,7 @@ function makeCgroupRoot(root: string): void {
 
 /** Removes the node's cgroup trees, deepest first, once their processes are gone. */
 async function removeCgroupRoot(root: string): Promise<void> {
-  for (const controller of CGROUP_CONTROLLERS) {
+  for (const controller of CGROUP_HIERARCHIES) {
     const dir = join('/sys/fs/cgroup', controller, root);
     if (!existsSync(dir)) continue;
     for (let attempt = 0; ; attempt++) {
