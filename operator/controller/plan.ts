@@ -74,7 +74,11 @@ export interface SecretView {
   labelled: boolean;
 }
 
-/** InterfacesReachable as the probe side reports it, with the status fields that go with it. */
+/**
+ * InterfacesReachable as the probe side reports it, with the status fields that go with it. Its
+ * reason is an InterfacesReason (operator/api/reasons.ts) when the probes computed it, but may be
+ * the live status carried over, written by another version: hence a plain string, as keepCondition's.
+ */
 export interface InterfacesVerdict {
   condition: Omit<ConditionInput, 'type'>;
   interfaces?: ControllerStatus['interfaces'];

@@ -14,7 +14,11 @@ export interface Reconciler {
   reconcile(key: string, signal: AbortSignal): Promise<HandlerResult>;
 }
 
-/** A signal for a reconcile loop's work in flight; `cancel` aborts it and starts a fresh one. */
+/**
+ * A signal for a reconcile loop's work in flight; `cancel` aborts it for good. A cancelled loop is
+ * never started again in the same process (lost leadership and shutdown both end it: manager.ts),
+ * so there is no fresh signal to hand out afterwards.
+ */
 export class WorkSignal {
   private controller = new AbortController();
 

@@ -9,7 +9,9 @@
  * The classification of a result (reasons, messages) is pure: classifyFetchError.
  */
 import { createHash } from 'node:crypto';
+import type { SourceAvailableReason } from '../api/reasons.ts';
 import { FetchError, Fetcher, parseJsonBody } from '../discover/fetch.ts';
+import type { FetchErrorCode } from '../discover/report.ts';
 import type { CacheEntry, DocumentCache } from '../discover/cache.ts';
 import type { AddressPolicy } from '../probe/policy.ts';
 import type { CaOption, Resolver } from '../probe/connect.ts';
@@ -22,7 +24,11 @@ export const MAX_SOURCE_BYTES = 512 * 1024;
 /** Deadline of one fetch: connect, headers and the whole body (a card that trickles is cut). */
 export const SOURCE_TIMEOUT_MS = 10_000;
 
-/** Reasons of SourceAvailable=False, one per way a fetch fails. */
+/**
+ * Reasons of SourceAvailable=False, one per way a fetch fails: each one of SourceAvailable's
+ * reasons (operator/api/reasons.ts, the list the CRD description is made from), checked here by
+ * the compiler.
+ */
 export const SOURCE_REASONS = {
   blocked: 'SourceBlocked',
   timeout: 'SourceTimeout',
@@ -37,9 +43,13 @@ export const SOURCE_REASONS = {
   invalid: 'SourceCardInvalid',
   signature: 'SourceSignatureInvalid',
   port: 'SourceServicePortNotFound',
-} as const;
+} as const satisfies Record<string, SourceAvailableReason>;
 
-export type SourceFailure = { ok: false; url: string; reason: string; message: string };
+/** Why a fetch of the source failed; `SourceFetchDisabled` when this operator does not fetch. */
+export type SourceFailureReason =
+  (typeof SOURCE_REASONS)[keyof typeof SOURCE_REASONS] | 'SourceFetchDisabled';
+
+export type SourceFailure = { ok: false; url: string; reason: SourceFailureReason; message: string };
 export type SourceFetched = {
   ok: true;
   url: string;
@@ -50,23 +60,30 @@ export type SourceFetched = {
 };
 export type SourceResult = SourceFetched | SourceFailure;
 
+/** The reason of each fetch error code: every code has one (a new code does not compile without). */
+const REASON_OF_CODE: Record<FetchErrorCode, SourceFailureReason> = {
+  blocked: SOURCE_REASONS.blocked,
+  timeout: SOURCE_REASONS.timeout,
+  deadline: SOURCE_REASONS.timeout,
+  redirect: SOURCE_REASONS.redirect,
+  'too-large': SOURCE_REASONS.tooLarge,
+  budget: SOURCE_REASONS.tooLarge,
+  'not-found': SOURCE_REASONS.notFound,
+  http: SOURCE_REASONS.http,
+  dns: SOURCE_REASONS.dns,
+  connect: SOURCE_REASONS.connect,
+  tls: SOURCE_REASONS.tls,
+  'not-json': SOURCE_REASONS.notJson,
+  'too-deep': SOURCE_REASONS.invalid,
+};
+
 /** The reason and message of a failed fetch (pure). Never includes the body. */
-export function classifyFetchError(code: string, message: string): { reason: string; message: string } {
-  const reason =
-    {
-      blocked: SOURCE_REASONS.blocked,
-      timeout: SOURCE_REASONS.timeout,
-      deadline: SOURCE_REASONS.timeout,
-      redirect: SOURCE_REASONS.redirect,
-      'too-large': SOURCE_REASONS.tooLarge,
-      budget: SOURCE_REASONS.tooLarge,
-      'not-found': SOURCE_REASONS.notFound,
-      dns: SOURCE_REASONS.dns,
-      connect: SOURCE_REASONS.connect,
-      tls: SOURCE_REASONS.tls,
-      'not-json': SOURCE_REASONS.notJson,
-      'too-deep': SOURCE_REASONS.invalid,
-    }[code] ?? SOURCE_REASONS.http;
+export function classifyFetchError(
+  code: FetchErrorCode,
+  message: string,
+): { reason: SourceFailureReason; message: string } {
+  // A code from elsewhere (a value outside the type at run time) is an HTTP error, not a crash.
+  const reason = Object.hasOwn(REASON_OF_CODE, code) ? REASON_OF_CODE[code] : SOURCE_REASONS.http;
   // The discover fetcher's wording names discovery; here it is the operator's fetch.
   return {
     reason,

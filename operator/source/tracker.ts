@@ -34,7 +34,14 @@ import { validateSpec } from '../card/validate.ts';
 import { verifyCard } from '../card/verify.ts';
 import { canonicalJson } from '../controller/status.ts';
 import type { ConvertedCard } from './convert.ts';
-import { RevalidatingCache, SOURCE_REASONS, sourceUrls, type SourceResult } from './fetch.ts';
+import type { SourceAvailableReason } from '../api/reasons.ts';
+import {
+  RevalidatingCache,
+  SOURCE_REASONS,
+  sourceUrls,
+  type SourceFailureReason,
+  type SourceResult,
+} from './fetch.ts';
 import { adoptedCard, effectiveSpec, type AdoptedSpecInput } from './overlay.ts';
 import type { DocumentCache } from '../discover/cache.ts';
 import { restoredAdoption, type PublishedSource } from './restore.ts';
@@ -85,7 +92,7 @@ export interface SourceOutcome {
   spec?: Json;
   /** The spec itself is invalid: why (Accepted=False, nothing fetched). */
   invalid?: Problem[];
-  condition: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+  condition: { status: 'True' | 'False' | 'Unknown'; reason: SourceAvailableReason; message: string };
   status?: SourceStatus;
   /** When the controller should reconcile again for the next fetch. */
   requeueAfterMs?: number;
@@ -116,7 +123,7 @@ interface Memory {
   adopted?: Adopted;
   /** A changed card seen once, with what its adoption would record. */
   pending?: Omit<Adopted, 'changes' | 'changeTime'>;
-  failure?: { reason: string; message: string; url: string };
+  failure?: { reason: SourceFailureReason; message: string; url: string };
   /** Failed fetches in a row while nothing is adopted yet (the first-adoption backoff). */
   failuresBeforeAdoption?: number;
 }

@@ -37,6 +37,10 @@ describe('npm run demo -- --once', () => {
     const result = await runDemo(['--once', '--local', '--namespace', namespace]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
+    // Its first line says which of its two modes it ran in, and why.
+    expect(result.stdout.split('\n')[0]).toMatch(
+      /^agentcard-operator local demo: local processes, no kubelet \(as asked; logs in \S+\)$/,
+    );
     const steps = [...result.stdout.matchAll(/^\[(\d+)\/(\d+)\] /gm)];
     expect(steps.length).toBeGreaterThan(5);
     expect(steps.at(-1)![1]).toBe(steps.at(-1)![2]);

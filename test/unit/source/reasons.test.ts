@@ -2,6 +2,7 @@
 // the fetch's own list (operator/source/fetch.ts) must not drift from it.
 import { describe, expect, it } from 'vitest';
 import { SOURCE_AVAILABLE_REASONS } from '../../../operator/api/reasons.ts';
+import { FETCH_ERROR_CODES, type FetchErrorCode } from '../../../operator/discover/report.ts';
 import { classifyFetchError, SOURCE_REASONS } from '../../../operator/source/fetch.ts';
 
 describe('SourceAvailable reasons', () => {
@@ -10,7 +11,13 @@ describe('SourceAvailable reasons', () => {
   });
 
   it('lists the reason of every fetch error code, known or not', () => {
-    for (const code of ['blocked', 'timeout', 'redirect', 'not-json', 'too-deep', 'something-new'])
+    for (const code of [...FETCH_ERROR_CODES, 'something-new' as FetchErrorCode])
       expect(SOURCE_AVAILABLE_REASONS).toContain(classifyFetchError(code, 'm').reason);
+  });
+
+  it('gives each code its own reason, HTTPError only to an HTTP answer or an unknown code', () => {
+    const http = FETCH_ERROR_CODES.filter((c) => classifyFetchError(c, 'm').reason === 'SourceHTTPError');
+    expect(http).toEqual(['http']);
+    expect(classifyFetchError('toString' as FetchErrorCode, 'm').reason).toBe('SourceHTTPError');
   });
 });

@@ -9,6 +9,7 @@ import {
   type SourceResult,
 } from '../../../operator/source/fetch.ts';
 import { toV1 } from '../../../operator/source/convert.ts';
+import type { FetchErrorCode } from '../../../operator/discover/report.ts';
 import { ManualClock } from '../../support/clock.ts';
 import { minimalCard } from '../../support/cards.ts';
 
@@ -206,7 +207,7 @@ describe('fetch helpers', () => {
     expect(classifyFetchError('timeout', 'x').reason).toBe('SourceTimeout');
     expect(classifyFetchError('blocked', 'x').reason).toBe('SourceBlocked');
     expect(classifyFetchError('not-json', 'x').reason).toBe('SourceNotJSON');
-    expect(classifyFetchError('weird', 'x').reason).toBe('SourceHTTPError');
+    expect(classifyFetchError('weird' as FetchErrorCode, 'x').reason).toBe('SourceHTTPError');
   });
 });
 
