@@ -17,7 +17,7 @@
  * The first reconcile of every card, the resync, probe verdicts and a Secret many cards share
  * are background work: queued `low`, so that a spec change (or any other edit) goes first; at
  * start (or on winning the election) a card whose spec or ConfigMap changed while no leader ran
- * is queued `high` (startup-priority.ts).
+ * is queued `high` (runtime/startup.ts, startup-priority.ts).
  *
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
@@ -51,7 +51,7 @@ import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
-import { startupPriority } from './startup-priority.ts';
+import { cardStartupView } from './startup-priority.ts';
 import { DATA_KEYS } from './configmap.ts';
 import { CentralHosts, withServingCondition } from './host-conflicts.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
@@ -62,6 +62,7 @@ import { Writer } from '../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
 import { controllerRunnables, WorkSignal } from '../runtime/reconciler.ts';
+import { queueAtStart } from '../runtime/startup.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 
@@ -258,20 +259,19 @@ export class Controller {
     await waitForCaches(this.all(), signal);
     if (this.queue.shuttingDown) return;
     this.started = true;
-    // Cards that need a write first (startup-priority.ts), then the re-plan of the rest.
-    const lanes = { high: [] as string[], low: [] as string[] };
-    for (const { cards, configMaps } of this.informers.values())
-      for (const card of cards.list()) {
-        const { namespace, name } = card.metadata;
-        const configMap = configMaps.get(configMapName(name), namespace);
-        lanes[startupPriority(card, configMap)].push(objectKey(namespace, name));
-      }
-    this.log.info('caches synced; reconciling', {
-      agentCards: lanes.high.length + lanes.low.length,
-      changed: lanes.high.length,
-    });
-    for (const key of lanes.high) this.queue.add(key, 'high');
-    for (const key of lanes.low) this.queue.add(key, 'low');
+    // Cards that need a write first (runtime/startup.ts), then the re-plan of the rest.
+    const informers = [...this.informers.values()];
+    const lanes = queueAtStart(
+      this.queue,
+      informers.flatMap(({ cards, configMaps }) =>
+        cards.list().map((card) => {
+          const { namespace, name } = card.metadata;
+          const configMap = configMaps.get(configMapName(name), namespace);
+          return { key: objectKey(namespace, name), view: cardStartupView(card, configMap) };
+        }),
+      ),
+    );
+    this.log.info('caches synced; reconciling', { agentCards: lanes.high + lanes.low, changed: lanes.high });
     this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
   }
 
