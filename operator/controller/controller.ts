@@ -38,7 +38,6 @@ import type { IssuanceState } from '../issuer/plan.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
 import { collectionPath } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { describeApiError } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { Logger } from '../log.ts';
 import { allInformers, createInformers, type Informers } from './informers.ts';
@@ -55,13 +54,13 @@ import { cardStartupView } from './startup-priority.ts';
 import { DATA_KEYS } from './configmap.ts';
 import { CentralHosts, withServingCondition } from './host-conflicts.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import { WorkQueue, type HandlerResult, type Priority, type QueueGate } from './workqueue.ts';
+import type { HandlerResult, Priority, QueueGate, WorkQueue } from './workqueue.ts';
 import { SourceTracker, type SourceDeps } from '../source/tracker.ts';
 import { systemClock, type Clock } from '../kube/clock.ts';
 import { Writer } from '../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
-import { controllerRunnables, WorkSignal } from '../runtime/reconciler.ts';
+import { controllerRunnables, reconcileQueue, WorkSignal } from '../runtime/reconciler.ts';
 import { queueAtStart } from '../runtime/startup.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
@@ -143,21 +142,19 @@ export class Controller {
         })),
       servicePort: opts.source?.servicePort ?? (async () => undefined),
     });
-    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
+    this.queue = reconcileQueue({
+      reconcile: (key, signal) => this.reconcile(key, signal),
+      work: this.work,
       concurrency: opts.concurrency,
       clock,
       gate: opts.gate,
       observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
-      onError: (key, err, retryInMs) => {
-        if (this.queue.shuttingDown) return; // cancelled: nothing is retried
+      log: this.log,
+      failure: 'reconcile failed; retrying',
+      fields: (key) => {
         const [namespace, name] = splitKey(key);
-        this.log.warn('reconcile failed; retrying', {
-          namespace,
-          name,
-          error: describeApiError(err),
-          retryInMs,
-        });
+        return { namespace, name };
       },
     });
     const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];

@@ -48,11 +48,11 @@ import { objectKey } from '../keys.ts';
 import type { AgentCardObject } from '../plan.ts';
 import { readReferencedSecrets } from '../read-secrets.ts';
 import { referencedSecretNames, SecretVersions } from '../secret-index.ts';
-import { WorkQueue, type QueueGate, type QueueObserver } from '../workqueue.ts';
+import type { QueueGate, QueueObserver, WorkQueue } from '../workqueue.ts';
 import { Writer } from '../../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
 import type { Runnable } from '../../runtime/manager.ts';
-import { controllerRunnables, WorkSignal } from '../../runtime/reconciler.ts';
+import { controllerRunnables, reconcileQueue, WorkSignal } from '../../runtime/reconciler.ts';
 import { queueAtStart } from '../../runtime/startup.ts';
 import { catalogStartupView } from './startup-priority.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
@@ -123,18 +123,16 @@ export class CatalogController {
     this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
     this.clock = opts.clock ?? systemClock;
     this.writer = new Writer({ client: opts.client, onWrite: (resource) => opts.onWrite?.(resource) });
-    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
+    this.queue = reconcileQueue({
+      reconcile: (key, signal) => this.reconcile(key, signal),
+      work: this.work,
       concurrency: opts.concurrency ?? 2,
       gate: opts.gate,
       clock: this.clock,
       observer: opts.observer,
-      onError: (key, err, retryInMs) =>
-        !this.queue.shuttingDown && // cancelled: nothing is retried
-        this.log.warn('catalog reconcile failed; retrying', {
-          catalog: key,
-          error: describeApiError(err),
-          retryInMs,
-        }),
+      log: this.log,
+      failure: 'catalog reconcile failed; retrying',
+      fields: (key) => ({ catalog: key }),
     });
     const api = `/apis/${GROUP}/${VERSION}`;
     for (const ns of opts.caches.keys()) {
