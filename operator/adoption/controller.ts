@@ -12,15 +12,14 @@ import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import { ADOPT_SELECTOR, ADOPTED_LABEL, GROUP, PLURAL, VERSION } from '../api/names.ts';
 import { collectionPath } from '../kube/api.ts';
 import { CONTENT_TYPE, type KubeClient } from '../kube/client.ts';
-import { describeApiError, isNotFound } from '../kube/errors.ts';
+import { isNotFound } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import type { Logger } from '../log.ts';
 import type { Informers } from '../controller/informers.ts';
-import type { HandlerResult, QueueGate, QueueObserver } from '../controller/workqueue.ts';
-import { WorkQueue } from '../controller/workqueue.ts';
+import type { HandlerResult, QueueGate, QueueObserver, WorkQueue } from '../controller/workqueue.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
-import { controllerRunnables, WorkSignal } from '../runtime/reconciler.ts';
+import { controllerRunnables, reconcileQueue, WorkSignal } from '../runtime/reconciler.ts';
 import {
   desiredAdoptedCard,
   namespaceAllowed,
@@ -66,17 +65,15 @@ export class AdoptionController {
   constructor(opts: AdoptionControllerOptions) {
     this.opts = opts;
     this.log = opts.log.child({ controller: 'adoption' });
-    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
+    this.queue = reconcileQueue({
+      reconcile: (key, signal) => this.reconcile(key, signal),
+      work: this.work,
       concurrency: 2,
       gate: opts.gate,
       observer: opts.observer,
-      onError: (key, err, retryInMs) =>
-        !this.queue.shuttingDown &&
-        this.log.warn('adoption failed; retrying', {
-          workload: key,
-          error: describeApiError(err),
-          retryInMs,
-        }),
+      log: this.log,
+      failure: 'adoption failed; retrying',
+      fields: (key) => ({ workload: key }),
     });
     for (const { kind, plural } of KINDS) {
       const byScope = new Map<string, ResilientInformer<WorkloadObject>>();

@@ -17,7 +17,7 @@
  * The first reconcile of every card, the resync, probe verdicts and a Secret many cards share
  * are background work: queued `low`, so that a spec change (or any other edit) goes first; at
  * start (or on winning the election) a card whose spec or ConfigMap changed while no leader ran
- * is queued `high` (startup-priority.ts).
+ * is queued `high` (runtime/startup.ts, startup-priority.ts).
  *
  * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
@@ -38,7 +38,6 @@ import type { IssuanceState } from '../issuer/plan.ts';
 import type { AgentCardSpec } from '../card/resource.ts';
 import { collectionPath } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { describeApiError } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { Logger } from '../log.ts';
 import { allInformers, createInformers, type Informers } from './informers.ts';
@@ -51,17 +50,18 @@ import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
 import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
-import { startupPriority } from './startup-priority.ts';
+import { cardStartupView } from './startup-priority.ts';
 import { DATA_KEYS } from './configmap.ts';
 import { CentralHosts, withServingCondition } from './host-conflicts.ts';
 import { canonicalJson, ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import { WorkQueue, type HandlerResult, type Priority, type QueueGate } from './workqueue.ts';
+import type { HandlerResult, Priority, QueueGate, WorkQueue } from './workqueue.ts';
 import { SourceTracker, type SourceDeps } from '../source/tracker.ts';
 import { systemClock, type Clock } from '../kube/clock.ts';
 import { Writer } from '../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
-import { controllerRunnables, WorkSignal } from '../runtime/reconciler.ts';
+import { controllerRunnables, reconcileQueue, WorkSignal } from '../runtime/reconciler.ts';
+import { queueAtStart } from '../runtime/startup.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 
@@ -142,21 +142,19 @@ export class Controller {
         })),
       servicePort: opts.source?.servicePort ?? (async () => undefined),
     });
-    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
+    this.queue = reconcileQueue({
+      reconcile: (key, signal) => this.reconcile(key, signal),
+      work: this.work,
       concurrency: opts.concurrency,
       clock,
       gate: opts.gate,
       observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
       onDepth: (d) => opts.metrics.workqueueDepth.set(d),
-      onError: (key, err, retryInMs) => {
-        if (this.queue.shuttingDown) return; // cancelled: nothing is retried
+      log: this.log,
+      failure: 'reconcile failed; retrying',
+      fields: (key) => {
         const [namespace, name] = splitKey(key);
-        this.log.warn('reconcile failed; retrying', {
-          namespace,
-          name,
-          error: describeApiError(err),
-          retryInMs,
-        });
+        return { namespace, name };
       },
     });
     const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
@@ -258,20 +256,19 @@ export class Controller {
     await waitForCaches(this.all(), signal);
     if (this.queue.shuttingDown) return;
     this.started = true;
-    // Cards that need a write first (startup-priority.ts), then the re-plan of the rest.
-    const lanes = { high: [] as string[], low: [] as string[] };
-    for (const { cards, configMaps } of this.informers.values())
-      for (const card of cards.list()) {
-        const { namespace, name } = card.metadata;
-        const configMap = configMaps.get(configMapName(name), namespace);
-        lanes[startupPriority(card, configMap)].push(objectKey(namespace, name));
-      }
-    this.log.info('caches synced; reconciling', {
-      agentCards: lanes.high.length + lanes.low.length,
-      changed: lanes.high.length,
-    });
-    for (const key of lanes.high) this.queue.add(key, 'high');
-    for (const key of lanes.low) this.queue.add(key, 'low');
+    // Cards that need a write first (runtime/startup.ts), then the re-plan of the rest.
+    const informers = [...this.informers.values()];
+    const lanes = queueAtStart(
+      this.queue,
+      informers.flatMap(({ cards, configMaps }) =>
+        cards.list().map((card) => {
+          const { namespace, name } = card.metadata;
+          const configMap = configMaps.get(configMapName(name), namespace);
+          return { key: objectKey(namespace, name), view: cardStartupView(card, configMap) };
+        }),
+      ),
+    );
+    this.log.info('caches synced; reconciling', { agentCards: lanes.high + lanes.low, changed: lanes.high });
     this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
   }
 

@@ -1,30 +1,28 @@
 /**
- * Where a card goes in the work queue when this replica starts reconciling (at start, or when it
- * wins the election): a card that needs a write goes into the `high` lane, ahead of the re-plan
- * of every other card (`low`), so that a card changed while no leader ran (a failover, an
- * upgrade) is published first rather than after all the others in list order. At 10,000 cards
- * the re-plan takes tens of seconds.
- *
- * Decided from the caches alone, without planning (that is the re-plan's work):
- * - the spec changed since the last reconcile: `metadata.generation` is not
- *   `status.observedGeneration` (never reconciled: no observedGeneration at all);
- * - the card was published (`status.card`) and its ConfigMap is gone, or serves other bytes than
- *   `status.card.digest` names (someone edited or deleted it).
- * Anything else a reconcile would still change (a Secret that changed during the failover, a
- * Pod) is found by the re-plan, at low priority.
+ * What an AgentCard shows the start-up rule (runtime/startup.ts): a card whose spec changed since
+ * its last reconcile, or whose published ConfigMap is gone or serves other bytes than
+ * `status.card.digest` names, is queued `high` when this replica starts reconciling, before the
+ * re-plan of every other card.
  */
-import { DATA_KEYS, digestOf } from './configmap.ts';
+import { DATA_KEYS } from './configmap.ts';
 import type { CachedConfigMap } from './configmap-cache.ts';
 import type { AgentCardObject } from './plan.ts';
 import { ownedStatus } from './status.ts';
 import type { Priority } from './workqueue.ts';
+import { startupPriority as rule, type StartupView } from '../runtime/startup.ts';
+
+/** `configMap`: the card's ConfigMap from the cache (the signed card is cached verbatim). */
+export function cardStartupView(card: AgentCardObject, configMap: CachedConfigMap | undefined): StartupView {
+  const status = ownedStatus(card.status);
+  return {
+    generation: card.metadata.generation,
+    observedGeneration: status.observedGeneration,
+    deleting: !!card.metadata.deletionTimestamp,
+    publishedDigest: status.card?.digest,
+    served: configMap?.data?.[DATA_KEYS.card],
+  };
+}
 
 export function startupPriority(card: AgentCardObject, configMap: CachedConfigMap | undefined): Priority {
-  if (card.metadata.deletionTimestamp) return 'low'; // nothing to write: garbage collection's turn
-  const status = ownedStatus(card.status);
-  if (status.observedGeneration !== (card.metadata.generation ?? 0)) return 'high';
-  const published = status.card?.digest;
-  if (published === undefined) return 'low';
-  const served = configMap?.data?.[DATA_KEYS.card];
-  return served === undefined || digestOf(served) !== published ? 'high' : 'low';
+  return rule(cardStartupView(card, configMap));
 }

@@ -23,12 +23,11 @@ import { ResilientInformer } from '../kube/informer.ts';
 import type { Logger } from '../log.ts';
 import type { Informers } from '../controller/informers.ts';
 import { objectKey, splitKey } from '../controller/keys.ts';
-import type { HandlerResult, QueueGate, QueueObserver } from '../controller/workqueue.ts';
-import { WorkQueue } from '../controller/workqueue.ts';
+import type { HandlerResult, QueueGate, QueueObserver, WorkQueue } from '../controller/workqueue.ts';
 import { waitForCaches } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
 import { StartupError } from '../runtime/manager.ts';
-import { controllerRunnables, WorkSignal } from '../runtime/reconciler.ts';
+import { controllerRunnables, reconcileQueue, WorkSignal } from '../runtime/reconciler.ts';
 import {
   CERTIFICATES_PATH,
   cardIdentity,
@@ -83,17 +82,15 @@ export class IssuerController {
   constructor(opts: IssuerControllerOptions) {
     this.opts = opts;
     this.log = opts.log.child({ controller: 'issuer' });
-    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
+    this.queue = reconcileQueue({
+      reconcile: (key, signal) => this.reconcile(key, signal),
+      work: this.work,
       concurrency: 2,
       gate: opts.gate,
       observer: opts.observer,
-      onError: (key, err, retryInMs) =>
-        !this.queue.shuttingDown &&
-        this.log.warn('requesting the signing certificate failed; retrying', {
-          agentCard: key,
-          error: describeApiError(err),
-          retryInMs,
-        }),
+      log: this.log,
+      failure: 'requesting the signing certificate failed; retrying',
+      fields: (key) => ({ agentCard: key }),
     });
     for (const ns of opts.caches.keys()) {
       const inf = new ResilientInformer<CertificateObject & KubernetesObject>({

@@ -15,6 +15,9 @@
  * - a namespace's labels change (ClusterAgentCatalog namespaceSelector);
  * - a labelled signing-key Secret changes; the periodic resync (every catalog).
  *
+ * At start (or on winning the election) a catalog whose spec or published ConfigMap changed while
+ * no leader ran is queued `high`, the others `low` (runtime/startup.ts, startup-priority.ts).
+ *
  * A reconcile that finds everything in place writes nothing (plan.ts compares bytes and status).
  */
 import type { KubernetesObject, V1ConfigMap, V1Namespace, V1Secret } from '@kubernetes/client-node';
@@ -45,11 +48,13 @@ import { objectKey } from '../keys.ts';
 import type { AgentCardObject } from '../plan.ts';
 import { readReferencedSecrets } from '../read-secrets.ts';
 import { referencedSecretNames, SecretVersions } from '../secret-index.ts';
-import { WorkQueue, type QueueGate, type QueueObserver } from '../workqueue.ts';
+import type { QueueGate, QueueObserver, WorkQueue } from '../workqueue.ts';
 import { Writer } from '../../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
 import type { Runnable } from '../../runtime/manager.ts';
-import { controllerRunnables, WorkSignal } from '../../runtime/reconciler.ts';
+import { controllerRunnables, reconcileQueue, WorkSignal } from '../../runtime/reconciler.ts';
+import { queueAtStart } from '../../runtime/startup.ts';
+import { catalogStartupView } from './startup-priority.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
 import { ownedCatalogStatus, reconcileCatalogPlan, type CatalogObject } from './plan.ts';
 import { publishResult } from '../../runtime/outcome.ts';
@@ -118,18 +123,16 @@ export class CatalogController {
     this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
     this.clock = opts.clock ?? systemClock;
     this.writer = new Writer({ client: opts.client, onWrite: (resource) => opts.onWrite?.(resource) });
-    this.queue = new WorkQueue((key) => this.reconcile(key, this.work.signal), {
+    this.queue = reconcileQueue({
+      reconcile: (key, signal) => this.reconcile(key, signal),
+      work: this.work,
       concurrency: opts.concurrency ?? 2,
       gate: opts.gate,
       clock: this.clock,
       observer: opts.observer,
-      onError: (key, err, retryInMs) =>
-        !this.queue.shuttingDown && // cancelled: nothing is retried
-        this.log.warn('catalog reconcile failed; retrying', {
-          catalog: key,
-          error: describeApiError(err),
-          retryInMs,
-        }),
+      log: this.log,
+      failure: 'catalog reconcile failed; retrying',
+      fields: (key) => ({ catalog: key }),
     });
     const api = `/apis/${GROUP}/${VERSION}`;
     for (const ns of opts.caches.keys()) {
@@ -289,22 +292,43 @@ export class CatalogController {
     await waitForCaches([...this.own(), ...shared], signal);
     if (this.queue.shuttingDown) return;
     this.started = true;
-    const keys = this.catalogKeys();
-    this.log.info('caches synced; reconciling catalogs', { catalogs: keys.length });
-    for (const key of keys) this.queue.add(key);
+    // Catalogs that need a write first (runtime/startup.ts), then the re-plan of the rest.
+    const cachedConfigMap = (namespace: string, name: string) => {
+      const scope = this.scope(namespace);
+      return scope ? scope.configMaps.get(name, namespace) : 'unknown';
+    };
+    const lanes = queueAtStart(
+      this.queue,
+      this.catalogObjects().map(({ key, catalog }) => ({
+        key,
+        view: catalogStartupView(catalog, cachedConfigMap),
+      })),
+    );
+    this.log.info('caches synced; reconciling catalogs', {
+      catalogs: lanes.high + lanes.low,
+      changed: lanes.high,
+    });
     this.queue.startResync(this.opts.resyncMs, () => this.catalogKeys());
   }
 
-  private catalogKeys(): string[] {
-    const keys: string[] = [];
+  private catalogObjects(): Array<{ key: string; catalog: CatalogObject }> {
+    const out: Array<{ key: string; catalog: CatalogObject }> = [];
     for (const inf of this.catalogs.values())
       for (const c of inf.list())
-        keys.push(
-          keyOf({ kind: CATALOG_KIND, namespace: c.metadata.namespace ?? '', name: c.metadata.name }),
-        );
+        out.push({
+          key: keyOf({ kind: CATALOG_KIND, namespace: c.metadata.namespace ?? '', name: c.metadata.name }),
+          catalog: c,
+        });
     for (const c of this.clusterCatalogs?.list() ?? [])
-      keys.push(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }));
-    return keys;
+      out.push({
+        key: keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }),
+        catalog: c,
+      });
+    return out;
+  }
+
+  private catalogKeys(): string[] {
+    return this.catalogObjects().map((o) => o.key);
   }
 
   // ---- event handlers ------------------------------------------------------------------------
@@ -535,6 +559,7 @@ export class CatalogController {
   // ---- the reconcile -------------------------------------------------------------------------
 
   async reconcile(key: string, signal: AbortSignal): Promise<void> {
+    this.log.debug('reconciling catalog', { catalog: key });
     const started = this.clock.now();
     try {
       await this.reconcileCatalog(key, signal);
