@@ -5,6 +5,9 @@
 // value and transition time, status.source is unchanged, and SourceAvailable=False names the
 // fetch error, through more than one failing fetch round. When the agent comes back with the same
 // card, nothing is written but the condition.
+//
+// Its own operator rather than the shared set-up (useOperatorInNamespace): the operator is stopped
+// and started again mid-case, which is the subject.
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
