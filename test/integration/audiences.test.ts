@@ -253,7 +253,7 @@ describe('audiences on the real control plane', () => {
     );
     expect(await controllerWrites(kc)).toEqual(before);
     expect(await publishedData('weather-steady')).toEqual(data);
-  }, 60_000);
+  });
 
   for (const mode of SERVING_MODES) {
     describe(`served by the sidecar (${mode} mode)`, () => {
