@@ -3,10 +3,13 @@
 // stays the last good state (source/restore.ts): the ConfigMap is not rewritten (its
 // resourceVersion and the API server's count of ConfigMap patches), Accepted and Ready keep their
 // value and transition time, status.source is unchanged, and SourceAvailable=False names the
-// fetch error. When the agent comes back with the same card, nothing is written but the
-// condition.
+// fetch error, through more than one failing fetch round. When the agent comes back with the same
+// card, nothing is written but the condition.
+//
+// Its own operator rather than the shared set-up (useOperatorInNamespace): the operator is stopped
+// and started again mid-case, which is the subject.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import {
@@ -14,9 +17,10 @@ import {
   condition,
   controllerWrites,
   installCrd,
+  metricValue,
+  operatorMetrics,
   privateJwk,
   sampleCard,
-  sleep,
   startOperator,
   waitFor,
   type InProcessOperator,
@@ -63,6 +67,33 @@ async function stopAgent(): Promise<void> {
   agent = undefined;
 }
 
+/**
+ * The agent's port while the agent is down: a listener that resets every connection it accepts
+ * and counts them, so the test knows when a fetch round has been made instead of sleeping
+ * through one. The operator's fetch reports a reset the same way as a refused connection
+ * (SourceUnreachable, "cannot connect (ECONNRESET)"); a port nobody listens on could not be
+ * counted.
+ */
+let down: { server: net.Server; attempts: number } | undefined;
+
+async function startDown(): Promise<void> {
+  const state = {
+    server: net.createServer((socket) => (state.attempts++, socket.resetAndDestroy())),
+    attempts: 0,
+  };
+  await new Promise<void>((r) => state.server.listen(port, '127.0.0.1', r));
+  down = state;
+}
+
+async function stopDown(): Promise<void> {
+  const server = down?.server;
+  down = undefined;
+  if (server) await new Promise((r) => server.close(r));
+}
+
+const reconciles = async () =>
+  metricValue(await operatorMetrics(operator!.metricsPort()), 'agentcard_reconcile_total');
+
 beforeAll(async () => {
   await installCrd(kc);
   ns = await createTestNamespace('adopt-restart');
@@ -74,6 +105,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await operator?.stop();
   await stopAgent();
+  await stopDown();
   await ns?.cleanup();
 });
 
@@ -105,6 +137,7 @@ describe('an adopted card across an operator restart', () => {
     await operator!.stop();
     operator = undefined;
     await stopAgent();
+    await startDown();
     const before = await controllerWrites(kc);
     operator = await startOperator(ns.name, [], { probes: true });
 
@@ -118,8 +151,19 @@ describe('an adopted card across an operator restart', () => {
     );
     expect(unavailable.reason).toBe('SourceUnreachable');
     expect(unavailable.message).toContain('the card last published');
-    // One more fetch round (interval 10 s), failing the same way.
-    await sleep(12_000);
+    expect(unavailable.message).toContain('ECONNRESET');
+    // One more fetch round (interval 10 s), failing the same way, counted at the agent's port; the
+    // fetch is made inside a reconcile (source/tracker.ts), and one card's reconciles never
+    // overlap, so the next reconcile to end after the attempt is the one that made it.
+    const attempts = down!.attempts;
+    expect(attempts).toBeGreaterThanOrEqual(1);
+    await waitFor('another fetch of the source', async () => down!.attempts > attempts, 30_000);
+    const reconciled = await reconciles();
+    await waitFor(
+      'the reconcile of that fetch to end',
+      async () => (await reconciles()) > reconciled,
+      30_000,
+    );
     const after = await controllerWrites(kc);
     const live = (await api.getCard(ns.name, 'echo'))!;
     for (const type of ['Accepted', 'Signed', 'Published', 'Ready']) {
@@ -138,6 +182,7 @@ describe('an adopted card across an operator restart', () => {
     expect(after.status - before.status).toBe(1);
 
     // The agent comes back with the same card: SourceAvailable only, nothing republished.
+    await stopDown();
     await startAgent();
     await waitFor(
       'SourceAvailable=True again',

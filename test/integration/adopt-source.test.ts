@@ -5,7 +5,7 @@
 // are in docs/RELIABILITY.md.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
@@ -78,6 +78,9 @@ let hostileBase = '';
 let goneServer: http.Server;
 let goneBase = '';
 const sockets = new Set<Socket>();
+/** Requests per card path of the hostile source, and connections to the gone source's port. */
+const fetches = new Map<string, number>();
+const count = (name: string) => void fetches.set(name, (fetches.get(name) ?? 0) + 1);
 
 function goodCard(name: string, version: string) {
   return {
@@ -96,6 +99,7 @@ function goodCard(name: string, version: string) {
 
 function serveHostile(req: http.IncomingMessage, res: http.ServerResponse): void {
   const name = (req.url ?? '/').split('/')[1] ?? '';
+  count(name);
   const mode = modes.get(name) ?? 'notfound';
   switch (mode) {
     case 'good':
@@ -186,8 +190,17 @@ const { api, ns, kc } = useOperatorInNamespace('adopt-source', {
     await new Promise((r) => hostile?.close(r));
     goneServer?.closeAllConnections();
     await new Promise((r) => goneServer?.close(r));
+    if (goneReset) await new Promise((r) => goneReset!.close(r));
   },
 });
+
+/**
+ * The gone source's port once the agent has disappeared: a listener that resets every connection
+ * and counts it, so the test knows when a fetch round has been made. The operator's fetch reports
+ * a reset as it reports a refused connection (SourceUnreachable, "cannot connect (ECONNRESET)"
+ * for "connection refused"); a port nobody listens on could not be counted.
+ */
+let goneReset: net.Server | undefined;
 
 const published = async (name: string): Promise<Record<string, unknown> | undefined> => {
   const cm = await api.getConfigMap(ns.name, `${name}-agent-card`);
@@ -318,6 +331,8 @@ describe('adopting the card an agent serves', () => {
       if (f.name === 'gone') {
         goneServer.closeAllConnections();
         await new Promise((r) => goneServer.close(r));
+        goneReset = net.createServer((socket) => (count('gone'), socket.resetAndDestroy()));
+        await new Promise<void>((r) => goneReset!.listen(Number(new URL(goneBase).port), '127.0.0.1', r));
       } else modes.set(f.name, f.name as Mode);
     }
     const timings: Record<string, number> = {};
@@ -339,9 +354,16 @@ describe('adopting the card an agent serves', () => {
     const redirect = await sourceCondition('redirect');
     expect(redirect!.message).toContain('169.254.169.254');
     expect(redirect!.message).toContain('never followed');
-    // Another round of fetches, all failing the same way: no more writes.
+    // Another round of fetches, all failing the same way: no more writes. Counted at the sources,
+    // not slept through: a card's reconciles never overlap and each fetches at most once, so a
+    // second fetch after the snapshot means the reconcile of the first has ended.
     const settled = await controllerWrites(kc);
-    await new Promise((r) => setTimeout(r, 12_000));
+    const fetched = new Map(faults.map((f) => [f.name, fetches.get(f.name) ?? 0]));
+    await waitFor(
+      'two more fetch rounds of every faulty source',
+      async () => faults.every((f) => (fetches.get(f.name) ?? 0) >= fetched.get(f.name)! + 2),
+      60_000,
+    );
     const after = await controllerWrites(kc);
     for (const f of faults) {
       expect(JSON.stringify(await published(f.name)), f.name).toBe(good.get(f.name));
@@ -349,7 +371,7 @@ describe('adopting the card an agent serves', () => {
       expect(condition(card, 'Ready')?.status, f.name).toBe('True');
     }
     console.log(
-      `[figures] time to SourceAvailable=False (interval 10s): ${JSON.stringify(timings)}; writes for 5 faults: configMaps ${settled.configMaps - before.configMaps}, status ${settled.status - before.status}; in the next 12 s: configMaps ${after.configMaps - settled.configMaps}, status ${after.status - settled.status}`,
+      `[figures] time to SourceAvailable=False (interval 10s): ${JSON.stringify(timings)}; writes for 5 faults: configMaps ${settled.configMaps - before.configMaps}, status ${settled.status - before.status}; in the next round: configMaps ${after.configMaps - settled.configMaps}, status ${after.status - settled.status}`,
     );
     expect(settled.configMaps - before.configMaps).toBe(0);
     expect(settled.status - before.status).toBeLessThanOrEqual(faults.length);
@@ -366,9 +388,15 @@ describe('adopting the card an agent serves', () => {
     });
     await waitFor('flip published', async () => (await published('flip')) !== undefined, 60_000);
     const before = await controllerWrites(kc);
+    const fetchedBefore = fetches.get('flip') ?? 0;
+    // The window is the subject: a bound on writes per unit of time, over 60 s of flipping.
     const windowMs = 60_000;
     await new Promise((r) => setTimeout(r, windowMs));
     const after = await controllerWrites(kc);
+    // The bound says something only if the source was fetched through the window: one fetch per
+    // interval (11 s) or confirmation (10 s), so five or six in 60 s; three leave room for a slow
+    // machine.
+    expect(fetches.get('flip')! - fetchedBefore).toBeGreaterThanOrEqual(3);
     const writes = { configMaps: after.configMaps - before.configMaps, status: after.status - before.status };
     const changes = (await api.events(ns.name, 'flip')).filter((e) => e.reason === 'SourceChanged').length;
     console.log(

@@ -3,13 +3,16 @@
 // Deployment, spec.source.service at its Service and port, served centrally); the label removed,
 // the card goes; the Deployment deleted, the garbage collector (kube-controller-manager) removes
 // the card; a namespace the administrator did not allow gets nothing.
+//
+// Its own operator rather than the shared set-up (useOperatorInNamespace): the operator watches two
+// namespaces and allows adoption in only one of them, which one namespace per file cannot express.
 import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import {
   Api,
+  controllerQueue,
   installCrd,
-  sleep,
   startOperator,
   waitFor,
   type InProcessOperator,
@@ -56,6 +59,8 @@ afterAll(async () => {
   await allowed?.cleanup();
   await other?.cleanup();
 });
+
+const adoptionQueue = () => controllerQueue(operator.metricsPort(), 'adoption');
 
 describe('label adoption', () => {
   it('creates and owns an AgentCard for a labelled Deployment, and removes it with the label', async () => {
@@ -133,27 +138,39 @@ describe('label adoption', () => {
   });
 
   it('never touches an AgentCard it does not own, and adopts nothing where not allowed', async () => {
-    await api.createCard(allowed.name, 'mine', { source: { url: 'https://mine.example.com/' } });
-    await apps.createNamespacedDeployment({
-      namespace: allowed.name,
-      body: deployment('mine', { 'agentcard.dev/adopt': 'true' }, { 'agentcard.dev/card-port': '8080' }),
+    // The workload in the namespace not allowed is decided silently: counted, not slept through.
+    // It is the only workload added while the adoption queue is idle, so a reconcile after that,
+    // with the queue idle again, has decided it (a status update of the Deployment by
+    // kube-controller-manager may queue it once more; it is the same key).
+    const start = await waitFor('the adoption queue idle', async () => {
+      const q = await adoptionQueue();
+      return q.idle ? q : undefined;
     });
     await apps.createNamespacedDeployment({
       namespace: other.name,
       body: deployment('elsewhere', { 'agentcard.dev/adopt': 'true' }, { 'agentcard.dev/card-port': '8080' }),
+    });
+    await waitFor('the workload in the namespace not allowed reconciled', async () => {
+      const q = await adoptionQueue();
+      return q.idle && q.reconciles > start.reconciles;
+    });
+    await api.createCard(allowed.name, 'mine', { source: { url: 'https://mine.example.com/' } });
+    await apps.createNamespacedDeployment({
+      namespace: allowed.name,
+      body: deployment('mine', { 'agentcard.dev/adopt': 'true' }, { 'agentcard.dev/card-port': '8080' }),
     });
     // A workload with a bad port annotation gets nothing either (and a warning in the log).
     await apps.createNamespacedDeployment({
       namespace: allowed.name,
       body: deployment('badport', { 'agentcard.dev/adopt': 'true' }, { 'agentcard.dev/card-port': '70000' }),
     });
+    // Each refusal is logged as the reconcile decides it, which then returns without a write.
     await waitFor(
       'the refusals logged',
       async () =>
         operator.logs.some((l) => l.includes('not owned by the workload')) &&
         operator.logs.some((l) => l.includes('must be a port from 1 to 65535')),
     );
-    await sleep(1_000);
     const mine = (await api.getCard(allowed.name, 'mine')) as unknown as {
       metadata: { ownerReferences?: unknown[] };
       spec: Record<string, unknown>;

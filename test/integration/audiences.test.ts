@@ -21,8 +21,8 @@ import {
   metricValue,
   operatorMetrics,
   privateJwk,
+  RESOURCE,
   sampleCard,
-  sleep,
   waitFor,
   useOperatorInNamespace,
   type Api,
@@ -85,9 +85,29 @@ type Live = NonNullable<Awaited<ReturnType<Api['getCard']>>> & {
   };
 };
 
-async function publishedData(): Promise<Record<string, string>> {
-  const cm = await api.getConfigMap(ns.name, 'weather-agent-card');
+async function publishedData(name: string): Promise<Record<string, string>> {
+  const cm = await api.getConfigMap(ns.name, `${name}-agent-card`);
   return cm!.data!;
+}
+
+const readyAndProbed = (card: Live | undefined) =>
+  condition(card, 'Ready')?.status === 'True' && condition(card, 'InterfacesReachable')?.status === 'True';
+
+/**
+ * Each case creates its own AgentCard (a name of its own) from spec() and waits until it is Ready
+ * with both interfaces probed, so any case can run alone. The cards share the hosts of spec():
+ * they are served by sidecars, where hosts are per card (only centrally served cards conflict).
+ */
+async function readyCard(name: string): Promise<Live> {
+  await api.createCard(ns.name, name, spec());
+  return (await waitFor(
+    `${name} Ready with both interfaces probed`,
+    async () => {
+      const card = (await api.getCard(ns.name, name)) as Live | undefined;
+      return readyAndProbed(card) ? card : undefined;
+    },
+    30_000,
+  ))!;
 }
 
 /** GET with a chosen Host header (fetch would send the URL's). */
@@ -152,21 +172,8 @@ const loopbackFetch = (() => {
 })();
 
 describe('audiences on the real control plane', () => {
-  let good: Live;
-
   it('publishes a signed card per audience, probes the in-cluster one, and is Ready', async () => {
-    await api.createCard(ns.name, 'weather', spec());
-    good = (await waitFor(
-      'weather Ready with both interfaces probed',
-      async () => {
-        const card = (await api.getCard(ns.name, 'weather')) as Live | undefined;
-        return condition(card, 'Ready')?.status === 'True' &&
-          condition(card, 'InterfacesReachable')?.status === 'True'
-          ? card
-          : undefined;
-      },
-      30_000,
-    ))!;
+    const good = await readyCard('weather');
     expect(good.status.audiences).toEqual([
       {
         name: 'in-cluster',
@@ -190,7 +197,7 @@ describe('audiences on the real control plane', () => {
     expect(condition(good, 'InterfacesReachable')!.message).toBe(
       '2/2 reachable; audience public not probed (probe: Disabled)',
     );
-    const data = await publishedData();
+    const data = await publishedData('weather');
     expect(Object.keys(data).sort()).toEqual(
       [
         'agent-card.json',
@@ -210,19 +217,31 @@ describe('audiences on the real control plane', () => {
   });
 
   it('writes nothing in steady state (resyncs and probe rounds keep every audience signature)', async () => {
-    await sleep(2000);
-    const data = await publishedData();
-    const before = await controllerWrites(kc);
-    // Counted, not slept through: the window ends after several reconciles (2 s resyncs) and a
-    // whole probe round. The card probes its own interface and the in-cluster audience's (the
-    // public one is not probed); a round can be under way at the start, so two rounds' worth of
-    // probes contain a whole one.
-    const probed = 2;
+    await readyCard('weather-steady');
     const metrics = async () => operatorMetrics(op.metricsPort());
     const counts = (text: string) => ({
       probes: metricValue(text, 'agentcard_probes_total'),
       reconciles: metricValue(text, 'agentcard_reconcile_total', { result: 'success' }),
     });
+    // The last write of a new card (its probe verdicts) comes before Ready and InterfacesReachable
+    // read True; a reconcile that ends after that has seen the card settled. The count starts
+    // there, not after a fixed pause.
+    const settling = counts(await metrics());
+    await waitFor('a reconcile after the card settled', async () => {
+      return counts(await metrics()).reconciles > settling.reconciles;
+    });
+    const data = await publishedData('weather-steady');
+    const before = await controllerWrites(kc);
+    // Counted, not slept through: the window ends after several reconciles (2 s resyncs) and a
+    // whole probe round of every card. Each card probes its own interface and the in-cluster
+    // audience's (the public one is not probed). agentcard_probes_total is not per card, but every
+    // card of the namespace has the same interval, so their round counts in a window differ by one
+    // at most: two rounds' worth of probes of every card hold a whole round of each (a round can be
+    // under way when the window opens).
+    const cards = (await api.custom.listNamespacedCustomObject({ ...RESOURCE, namespace: ns.name })) as {
+      items: unknown[];
+    };
+    const probed = 2 * cards.items.length;
     const start = counts(await metrics());
     await waitFor(
       'three reconciles and a whole probe round',
@@ -233,8 +252,8 @@ describe('audiences on the real control plane', () => {
       25_000,
     );
     expect(await controllerWrites(kc)).toEqual(before);
-    expect(await publishedData()).toEqual(data);
-  }, 30_000);
+    expect(await publishedData('weather-steady')).toEqual(data);
+  });
 
   for (const mode of SERVING_MODES) {
     describe(`served by the sidecar (${mode} mode)`, () => {
@@ -242,7 +261,8 @@ describe('audiences on the real control plane', () => {
       let server: CardServer;
       let data: Record<string, string>;
       beforeAll(async () => {
-        data = await publishedData();
+        await readyCard(`weather-${mode}`);
+        data = await publishedData(`weather-${mode}`);
         dir = await tempDir();
         await kubeletWrite(dir, data);
         server = await startMode(mode, dir);
@@ -377,18 +397,20 @@ describe('audiences on the real control plane', () => {
   }
 
   describe('bad input keeps the last good card published', () => {
-    const stillGood = async () => {
-      const live = (await api.getCard(ns.name, 'weather')) as Live;
+    const stillGood = async (good: Live) => {
+      const name = good.metadata.name;
+      const live = (await api.getCard(ns.name, name)) as Live;
       expect(live.status.card).toEqual(good.status.card);
       expect(live.status.audiences).toEqual(good.status.audiences);
-      expect((await publishedData())['agent-card.json']).toBeDefined();
+      expect((await publishedData(name))['agent-card.json']).toBeDefined();
       return live;
     };
 
     it('overlapping hosts are refused by the API server, naming the field', async () => {
-      const before = await publishedData();
+      const good = await readyCard('weather-overlap');
+      const before = await publishedData('weather-overlap');
       const err = await api
-        .replaceSpec(ns.name, 'weather', spec([{ name: 'partner', hosts: ['Weather.Example.com'] }]))
+        .replaceSpec(ns.name, 'weather-overlap', spec([{ name: 'partner', hosts: ['Weather.Example.com'] }]))
         .then(
           () => undefined,
           (e: unknown) => e as { code?: number; body?: string; message?: string },
@@ -396,8 +418,8 @@ describe('audiences on the real control plane', () => {
       expect(err?.code).toBe(422);
       expect(String(err?.body ?? err?.message)).toContain('spec.audiences');
       expect(String(err?.body ?? err?.message)).toContain('a host belongs to at most one audience');
-      await stillGood();
-      expect(await publishedData()).toEqual(before);
+      await stillGood(good);
+      expect(await publishedData('weather-overlap')).toEqual(before);
     });
 
     it('malformed hosts, a reserved name and baseURL with supportedInterfaces are refused by CEL, each naming its field', async () => {
@@ -438,30 +460,32 @@ describe('audiences on the real control plane', () => {
     });
 
     it('an audience with a credential: Accepted=False, a Warning event, the last good card stays', async () => {
-      const before = await publishedData();
+      const good = await readyCard('weather-credential');
+      const before = await publishedData('weather-credential');
       const token = 'ghp_' + 'Zq8Wk2Lm'.repeat(5);
       const bad = spec();
       (bad.audiences[1] as Record<string, unknown>).baseURL = `https://weather.example.com/${token}`;
-      await api.replaceSpec(ns.name, 'weather', bad);
+      await api.replaceSpec(ns.name, 'weather-credential', bad);
       const live = (await waitFor('Accepted=False', async () => {
-        const card = (await api.getCard(ns.name, 'weather')) as Live;
+        const card = (await api.getCard(ns.name, 'weather-credential')) as Live;
         return condition(card, 'Accepted')?.status === 'False' ? card : undefined;
       }))!;
       expect(condition(live, 'Accepted')).toMatchObject({ reason: 'InvalidSpec' });
       expect(condition(live, 'Accepted')!.message).toContain('spec.audiences[1].baseURL');
       expect(JSON.stringify(live.status)).not.toContain(token);
       const events = await waitFor('the InvalidSpec event', async () => {
-        const list = await api.events(ns.name, 'weather');
+        const list = await api.events(ns.name, 'weather-credential');
         return list.some((e) => e.reason === 'InvalidSpec') ? list : undefined;
       });
       expect(events.find((e) => e.reason === 'InvalidSpec')).toMatchObject({ type: 'Warning' });
       expect(JSON.stringify(events)).not.toContain(token);
-      await stillGood();
-      expect(await publishedData()).toEqual(before);
+      await stillGood(good);
+      expect(await publishedData('weather-credential')).toEqual(before);
     });
 
     it('a set of audiences over the ConfigMap limit: Published=False CardTooLarge, an event, the last good card stays', async () => {
-      const before = await publishedData();
+      const good = await readyCard('weather-too-large');
+      const before = await publishedData('weather-too-large');
       const big = spec();
       (big.card as Record<string, unknown>).description =
         'Answers questions about the weather forecast for a city. '.repeat(100);
@@ -472,21 +496,21 @@ describe('audiences on the real control plane', () => {
         probe: 'Disabled',
       }));
       big.audiences.push(...regions);
-      await api.replaceSpec(ns.name, 'weather', big);
+      await api.replaceSpec(ns.name, 'weather-too-large', big);
       const live = (await waitFor('Published=False', async () => {
-        const card = (await api.getCard(ns.name, 'weather')) as Live;
+        const card = (await api.getCard(ns.name, 'weather-too-large')) as Live;
         return condition(card, 'Published')?.status === 'False' ? card : undefined;
       }))!;
       expect(condition(live, 'Published')).toMatchObject({ reason: 'CardTooLarge' });
       expect(condition(live, 'Published')!.message).toMatch(/over the ConfigMap limit of 1048576 bytes/);
       expect(condition(live, 'Ready')).toMatchObject({ status: 'False', reason: 'CardTooLarge' });
       const events = await waitFor('the CardTooLarge event', async () => {
-        const list = await api.events(ns.name, 'weather');
+        const list = await api.events(ns.name, 'weather-too-large');
         return list.some((e) => e.reason === 'CardTooLarge') ? list : undefined;
       });
       expect(events.find((e) => e.reason === 'CardTooLarge')).toMatchObject({ type: 'Warning' });
-      await stillGood();
-      expect(await publishedData()).toEqual(before);
+      await stillGood(good);
+      expect(await publishedData('weather-too-large')).toEqual(before);
     });
   });
 });

@@ -3,6 +3,9 @@
 // through a TCP relay that can stall) serves them by Host, refuses a host two cards claim (and
 // the controller says so in both cards' Serving condition), keeps serving a card whose
 // Deployment is scaled to 0 and while the API server is unreachable.
+//
+// Its own operator rather than the shared set-up (useOperatorInNamespace): the operator watches two
+// namespaces (a card in each claims the same host), which one namespace per file cannot express.
 import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -280,7 +283,8 @@ describe('the central card server', () => {
     expect(scale.spec?.replicas ?? 0).toBe(0);
     expect((await get(CARD, 'sleepy.example.com')).body).toBe(data['agent-card.json']);
 
-    // The API server unreachable (packets dropped): the cards are served from memory.
+    // The API server unreachable (packets dropped): the cards are served from memory. The pauses
+    // are the subject: ten requests spread over two seconds of the outage, not a burst at its start.
     relay.stall();
     try {
       for (let i = 0; i < 10; i++) {

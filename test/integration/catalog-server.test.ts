@@ -16,75 +16,58 @@ import {
   PolicyV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { kubeletWrite, tempDir } from '../support/card-files.ts';
-import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
-import {
-  Api,
-  installCatalogCrds,
-  sampleCard,
-  startOperator,
-  waitFor,
-  type InProcessOperator,
-} from '../support/operator.ts';
+import { kubeconfigPath } from '../support/cluster.ts';
+import { sampleCard, useOperatorInNamespace, waitFor } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { freePort } from '../support/ports.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
 
-const kc = kubeConfig();
-const core = kc.makeApiClient(CoreV1Api);
-const apps = kc.makeApiClient(AppsV1Api);
-const policy = kc.makeApiClient(PolicyV1Api);
-const custom = kc.makeApiClient(CustomObjectsApi);
-const api = new Api(kc);
-
-let ns: TestNamespace;
 let release: string;
-let op: InProcessOperator | undefined;
 let server: ChildProcess | undefined;
 let dir: string | undefined;
 const catalogName = () => `served-${ns.name.slice(-8)}`;
-
 const helm = (args: string[]) => runTool('helm', args, { kubeconfig: kubeconfigPath(), timeoutMs: 120_000 });
 
-beforeAll(async () => {
-  await installCatalogCrds(kc);
-  ns = await createTestNamespace('catalog-server');
-  release = `cs-${ns.name.slice(-8)}`;
-  await core.patchNamespace(
-    {
-      name: ns.name,
-      body: [
-        { op: 'add', path: '/metadata/labels/pod-security.kubernetes.io~1enforce', value: 'restricted' },
-      ],
-    },
-    setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-  );
-  const installed = await helm([
-    'install',
-    release,
-    chartDir,
-    '--namespace',
-    ns.name,
-    // The CRDs were applied above (shared by every test file; not owned by this release).
-    '--set',
-    'crds.enabled=false',
-    '--set',
-    'catalogServer.enabled=true',
-    '--set',
-    `catalogServer.catalog=${catalogName()}`,
-    '--set',
-    'catalogServer.partitions=4',
-  ]);
-  expect(installed.stderr).not.toMatch(/Error/);
-  expect(installed.code).toBe(0);
-}, 180_000);
-
-afterAll(async () => {
-  server?.kill('SIGTERM');
-  await op?.stop();
-  if (ns)
+// The operator publishes ClusterAgentCatalogs into the test namespace, which the chart's catalog
+// server (installed there, in `before`) reads.
+const { kc, api, ns } = useOperatorInNamespace('catalog-server', {
+  catalogs: true,
+  flags: (namespace) => ['--cluster-catalogs', '--operator-namespace', namespace],
+  before: async () => {
+    release = `cs-${ns.name.slice(-8)}`;
+    await core.patchNamespace(
+      {
+        name: ns.name,
+        body: [
+          { op: 'add', path: '/metadata/labels/pod-security.kubernetes.io~1enforce', value: 'restricted' },
+        ],
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    );
+    const installed = await helm([
+      'install',
+      release,
+      chartDir,
+      '--namespace',
+      ns.name,
+      // The CRDs were applied by the set-up (shared by every test file; not owned by this release).
+      '--set',
+      'crds.enabled=false',
+      '--set',
+      'catalogServer.enabled=true',
+      '--set',
+      `catalogServer.catalog=${catalogName()}`,
+      '--set',
+      'catalogServer.partitions=4',
+    ]);
+    expect(installed.stderr).not.toMatch(/Error/);
+    expect(installed.code).toBe(0);
+  },
+  after: async () => {
+    server?.kill('SIGTERM');
     await custom
       .deleteClusterCustomObject({
         group: 'agentcard.dev',
@@ -93,10 +76,14 @@ afterAll(async () => {
         name: catalogName(),
       })
       .catch(() => {});
-  if (release) await helm(['uninstall', release, '--namespace', ns.name, '--wait']);
-  if (dir) await rm(dir, { recursive: true, force: true });
-  await ns?.cleanup();
+    if (release) await helm(['uninstall', release, '--namespace', ns.name, '--wait']);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  },
 });
+const core = kc.makeApiClient(CoreV1Api);
+const apps = kc.makeApiClient(AppsV1Api);
+const policy = kc.makeApiClient(PolicyV1Api);
+const custom = kc.makeApiClient(CustomObjectsApi);
 
 describe('the chart catalog server', () => {
   it('runs 2 replicas that pass the restricted Pod Security Standard, without a ServiceAccount token, behind a PDB and a Service', async () => {
@@ -132,7 +119,6 @@ describe('the chart catalog server', () => {
   });
 
   it("serves the operator's published catalog with the chart's command line", async () => {
-    op = await startOperator(ns.name, ['--cluster-catalogs', '--operator-namespace', ns.name]);
     await api.createCard(ns.name, 'served', { card: sampleCard('3.1.0') });
     await custom.createClusterCustomObject({
       group: 'agentcard.dev',

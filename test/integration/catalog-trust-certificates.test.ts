@@ -4,6 +4,10 @@
 // ClusterAgentCatalog whose spec.trust holds the CA (a trust bundle ConfigMap) and the identity
 // pattern of one namespace lists only that namespace's agent, counts and names the others (an
 // identity outside the pattern, a chain to another CA), and its served page shows who signed.
+//
+// Its own operator rather than the shared set-up (useOperatorInNamespace): the operator watches three
+// namespaces (two of cards, one it publishes the catalog in) with cert-manager started per
+// namespace first, which one namespace per file cannot express.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -3,7 +3,7 @@
 // trust-manager distributes bundles), and the catalog listing only the cards that verify,
 // counting and naming the others, with the signer on its page.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { publicPart } from '../../operator/card/verify.ts';
 import { sampleCard, useOperatorInNamespace, waitFor } from '../support/operator.ts';
@@ -17,8 +17,6 @@ const core = kc.makeApiClient(CoreV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
 const G = { group: 'agentcard.dev', version: 'v1alpha1' };
 
-let trustedJwk: Record<string, unknown>;
-
 interface CatalogStatus {
   entries?: number;
   unverified?: number;
@@ -26,7 +24,8 @@ interface CatalogStatus {
   conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
 }
 
-async function card(name: string, kid: string) {
+/** An AgentCard signed with a key of its own, labelled for the catalog of one case. */
+async function card(name: string, kid: string, caseLabel: string) {
   const jwk = await generateSigningJwk('ES256', kid);
   await api.putSecret(ns.name, `${name}-key`, { jwk: JSON.stringify(jwk) }, true);
   await custom.createNamespacedCustomObject({
@@ -36,7 +35,7 @@ async function card(name: string, kid: string) {
     body: {
       apiVersion: 'agentcard.dev/v1alpha1',
       kind: 'AgentCard',
-      metadata: { name, namespace: ns.name },
+      metadata: { name, namespace: ns.name, labels: { 'test.agentcard.dev/case': caseLabel } },
       spec: {
         card: sampleCard('1.0.0', { name: `Agent ${name}`, description: `The ${name} agent.` }),
         signing: { keys: [{ secretRef: { name: `${name}-key`, key: 'jwk' } }] },
@@ -46,27 +45,75 @@ async function card(name: string, kid: string) {
   return jwk;
 }
 
+/**
+ * What one case works on, all named after it so that any case can run alone: two Ready
+ * AgentCards (`<c>-trusted`, signed with kid team-k1, and `<c>-stranger`, kid other-k1), a
+ * catalog named `<c>` that selects only those two (by label), and ConfigMap names for its trust
+ * policy.
+ */
+interface Case {
+  catalog: string;
+  trusted: string;
+  stranger: string;
+  trustedJwk: Record<string, unknown>;
+  keysConfigMap: string;
+  caConfigMap: string;
+  apply(trust: Record<string, unknown>): Promise<void>;
+  status(): Promise<CatalogStatus>;
+}
+
+async function catalogCase(c: string, opts: { cards?: boolean } = {}): Promise<Case> {
+  const trusted = `${c}-trusted`;
+  const stranger = `${c}-stranger`;
+  let trustedJwk: Record<string, unknown> = {};
+  if (opts.cards !== false) {
+    trustedJwk = publicPart(await card(trusted, 'team-k1', c)) as Record<string, unknown>;
+    await card(stranger, 'other-k1', c);
+    await waitFor('both AgentCards Ready', async () => {
+      const cards = await Promise.all([trusted, stranger].map((n) => api.getCard(ns.name, n)));
+      return cards.every((x) => x?.status?.conditions?.some((y) => y.type === 'Ready' && y.status === 'True'))
+        ? true
+        : undefined;
+    });
+  }
+  return {
+    catalog: c,
+    trusted,
+    stranger,
+    trustedJwk,
+    keysConfigMap: `${c}-team-keys`,
+    caConfigMap: `${c}-workload-ca`,
+    apply: (trust) => applyCatalog(c, trust),
+    status: () => catalogStatus(c),
+  };
+}
+
 async function putConfigMap(name: string, data: Record<string, string>) {
   await core.deleteNamespacedConfigMap({ namespace: ns.name, name }).catch(() => undefined);
   await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name }, data } });
 }
 
-async function applyCatalog(trust: Record<string, unknown>) {
+async function applyCatalog(name: string, trust: Record<string, unknown>) {
   const body = {
     apiVersion: 'agentcard.dev/v1alpha1',
     kind: 'AgentCatalog',
-    metadata: { name: 'verified', namespace: ns.name },
-    spec: { publisher: 'example.com', requireReady: true, trust },
+    metadata: { name, namespace: ns.name },
+    spec: {
+      publisher: 'example.com',
+      requireReady: true,
+      selector: { matchLabels: { 'test.agentcard.dev/case': name } },
+      trust,
+    },
   };
   const existing = (await custom
-    .getNamespacedCustomObject({ ...G, plural: 'agentcatalogs', namespace: ns.name, name: 'verified' })
+    .getNamespacedCustomObject({ ...G, plural: 'agentcatalogs', namespace: ns.name, name })
     .catch(() => undefined)) as { metadata: { resourceVersion: string } } | undefined;
   if (existing) {
     await custom.replaceNamespacedCustomObject({
       ...G,
       plural: 'agentcatalogs',
       namespace: ns.name,
-      name: 'verified',
+      name,
       body: { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata.resourceVersion } },
     });
   } else {
@@ -74,101 +121,102 @@ async function applyCatalog(trust: Record<string, unknown>) {
   }
 }
 
-async function catalogStatus(): Promise<CatalogStatus> {
+async function catalogStatus(name: string): Promise<CatalogStatus> {
   const obj = (await custom.getNamespacedCustomObject({
     ...G,
     plural: 'agentcatalogs',
     namespace: ns.name,
-    name: 'verified',
+    name,
   })) as { status?: CatalogStatus };
   return obj.status ?? {};
 }
 
 const published = (s: CatalogStatus) => s.conditions?.find((c) => c.type === 'Published');
 
-beforeAll(async () => {
-  trustedJwk = publicPart(await card('trusted', 'team-k1')) as Record<string, unknown>;
-  await card('stranger', 'other-k1');
-  await waitFor('both AgentCards Ready', async () => {
-    const cards = await Promise.all(['trusted', 'stranger'].map((n) => api.getCard(ns.name, n)));
-    return cards.every((c) => c?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'))
-      ? true
-      : undefined;
+/** The trust policy of the first case: the JWKS that holds the trusted card's public key. */
+async function trustByJwks(c: Case): Promise<CatalogStatus> {
+  await putConfigMap(c.keysConfigMap, { 'jwks.json': JSON.stringify({ keys: [c.trustedJwk] }) });
+  await c.apply({ jwks: { configMap: { name: c.keysConfigMap, key: 'jwks.json' } } });
+  return waitFor('the catalog published with one verified entry', async () => {
+    const s = await c.status();
+    return s.entries === 1 && s.unverified === 1 ? s : undefined;
   });
-}, 180_000);
+}
 
 describe('a catalog that requires a trust policy', () => {
   it('lists only the cards signed by a trusted key, counts and names the others, shows the signer', async () => {
-    await putConfigMap('team-keys', { 'jwks.json': JSON.stringify({ keys: [trustedJwk] }) });
-    await applyCatalog({ jwks: { configMap: { name: 'team-keys', key: 'jwks.json' } } });
-    const status = await waitFor('the catalog published with one verified entry', async () => {
-      const s = await catalogStatus();
-      return s.entries === 1 && s.unverified === 1 ? s : undefined;
-    });
+    const c = await catalogCase('jwks');
+    const status = await trustByJwks(c);
     expect(published(status)).toMatchObject({ status: 'True', reason: 'Published' });
     expect(published(status)!.message).toContain(
       '1 selected AgentCard(s) left out (1 not verified by spec.trust)',
     );
     expect(status.skipped).toEqual([
-      `${ns.name}/stranger: signature not verified (kid other-k1: no trusted key with kid "other-k1" for ES256)`,
+      `${ns.name}/${c.stranger}: signature not verified (kid other-k1: no trusted key with kid "other-k1" for ES256)`,
     ]);
-    const cm = await api.getConfigMap(ns.name, 'verified-ai-catalog');
+    const cm = await api.getConfigMap(ns.name, `${c.catalog}-ai-catalog`);
     const doc = JSON.parse(cm!.data!['ai-catalog.json']!) as { entries: Array<{ identifier: string }> };
-    expect(doc.entries.map((e) => e.identifier)).toEqual([`urn:air:example.com:${ns.name}:trusted`]);
+    expect(doc.entries.map((e) => e.identifier)).toEqual([`urn:air:example.com:${ns.name}:${c.trusted}`]);
     expect(cm!.data!['index.html']).toContain('signed by kid team-k1');
-    expect(cm!.data!['index.html']).not.toContain('Agent stranger');
+    expect(cm!.data!['index.html']).not.toContain(`Agent ${c.stranger}`);
   });
 
   it('a trust bundle that cannot be read keeps the last good catalog and says why', async () => {
-    await applyCatalog({
-      trustBundle: { configMap: { name: 'workload-ca', key: 'ca.pem' } },
+    const c = await catalogCase('unreadable');
+    await trustByJwks(c); // the last good catalog
+    await c.apply({
+      trustBundle: { configMap: { name: c.caConfigMap, key: 'ca.pem' } },
       identities: [`spiffe://example.org/ns/${ns.name}/*`],
-      jwks: { configMap: { name: 'team-keys', key: 'jwks.json' } },
+      jwks: { configMap: { name: c.keysConfigMap, key: 'jwks.json' } },
     });
     const status = await waitFor('Published=False TrustPolicyUnavailable', async () => {
-      const s = await catalogStatus();
+      const s = await c.status();
       return published(s)?.reason === 'TrustPolicyUnavailable' ? s : undefined;
     });
     expect(published(status)!.message).toBe(
-      `spec.trust cannot be used: trust bundle ConfigMap workload-ca key ca.pem: ConfigMap ${ns.name}/workload-ca not found; no card can be verified, the last good catalog stays published`,
+      `spec.trust cannot be used: trust bundle ConfigMap ${c.caConfigMap} key ca.pem: ConfigMap ${ns.name}/${c.caConfigMap} not found; no card can be verified, the last good catalog stays published`,
     );
-    expect(status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
-    const cm = await api.getConfigMap(ns.name, 'verified-ai-catalog');
-    expect(cm!.data!['ai-catalog.json']).toContain(`urn:air:example.com:${ns.name}:trusted`);
+    expect(status.conditions?.find((x) => x.type === 'Ready')?.status).toBe('False');
+    const cm = await api.getConfigMap(ns.name, `${c.catalog}-ai-catalog`);
+    expect(cm!.data!['ai-catalog.json']).toContain(`urn:air:example.com:${ns.name}:${c.trusted}`);
 
     // trust-manager (or anyone) writes the bundle: the next resync picks it up. The operator's
     // cards carry no certificate chain, so the JWKS still decides.
-    await putConfigMap('workload-ca', { 'ca.pem': (await createRoot('workload CA')).pem });
+    await putConfigMap(c.caConfigMap, { 'ca.pem': (await createRoot('workload CA')).pem });
     const fixed = await waitFor('Published again', async () => {
-      const s = await catalogStatus();
+      const s = await c.status();
       return published(s)?.status === 'True' && s.entries === 1 ? s : undefined;
     });
     expect(fixed.unverified).toBe(1);
   });
 
   it('a trust bundle alone leaves out every card without a trusted certificate chain', async () => {
-    await applyCatalog({
-      trustBundle: { configMap: { name: 'workload-ca', key: 'ca.pem' } },
+    const c = await catalogCase('bundle-only');
+    await putConfigMap(c.caConfigMap, { 'ca.pem': (await createRoot('workload CA')).pem });
+    await c.apply({
+      trustBundle: { configMap: { name: c.caConfigMap, key: 'ca.pem' } },
       identities: [`spiffe://example.org/ns/${ns.name}/*`],
     });
     const status = await waitFor('no entry verified', async () => {
-      const s = await catalogStatus();
+      const s = await c.status();
       return s.entries === 0 && s.unverified === 2 ? s : undefined;
     });
     expect(status.skipped).toContain(
-      `${ns.name}/trusted: signature not verified (kid team-k1: no trusted key with kid "team-k1" for ES256)`,
+      `${ns.name}/${c.trusted}: signature not verified (kid team-k1: no trusted key with kid "team-k1" for ES256)`,
     );
   });
 
   it('the controller refuses a misplaced wildcard in an identity pattern (Accepted=False)', async () => {
     // The CRD schema cannot express the pattern rules: the controller's zod schema reports them.
-    await applyCatalog({
-      trustBundle: { configMap: { name: 'workload-ca', key: 'ca.pem' } },
+    // No card is needed: the pattern is refused before any card is looked at.
+    const c = await catalogCase('wildcard', { cards: false });
+    await c.apply({
+      trustBundle: { configMap: { name: c.caConfigMap, key: 'ca.pem' } },
       identities: ['spiffe://example.org/*/x'],
     });
     const status = await waitFor('Accepted=False', async () => {
-      const s = await catalogStatus();
-      const accepted = s.conditions?.find((c) => c.type === 'Accepted');
+      const s = await c.status();
+      const accepted = s.conditions?.find((x) => x.type === 'Accepted');
       return accepted?.status === 'False' ? accepted : undefined;
     });
     expect(status.message).toMatch(

@@ -3,6 +3,10 @@
 // in ConfigMaps, served by the well-known server as the catalog server (real loopback HTTP),
 // verified with jose over JCS and with @a2a-js/sdk's card verifier, and the page loaded in
 // headless Chromium from Debian.
+//
+// Its own operator rather than the shared set-up (useOperatorInNamespace): the operator watches four
+// namespaces (three of cards, one it publishes the catalogs in), which one namespace per file
+// cannot express.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';

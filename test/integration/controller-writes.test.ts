@@ -1,6 +1,9 @@
 // Write discipline on the real control plane, counted by the API server itself
 // (apiserver_request_total, and a watch for what was stored): a restart mid-way neither repeats
 // nor loses a write, and a steady state with 100 AgentCards writes nothing at all.
+//
+// Its own operators per case rather than the shared set-up (useOperatorInNamespace): they start once
+// the case's AgentCards exist, and one is a child process killed mid-way and replaced.
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { recordChanges } from '../support/changes.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
@@ -9,6 +12,7 @@ import {
   type AgentCardLive,
   condition,
   controllerWriteOutcomes,
+  controllerQueue,
   controllerWrites,
   installCrd,
   metricValue,
@@ -16,7 +20,6 @@ import {
   privateJwk,
   RESOURCE,
   sampleCard,
-  sleep,
   spawnOperator,
   startOperator,
   waitFor,
@@ -146,7 +149,14 @@ describe('controller: writes', () => {
           // Which cards, and what their status says, so a timeout can be told from a lost write.
           throw new Error(`${String(err)}; not Ready: ${await notReady(ns.name)}`);
         });
-        await sleep(2_000); // anything still to come would show up now
+        // Anything still to come is counted, not waited for: the second process queued every card
+        // at its start, so once it has finished a reconcile per card and nothing is queued or
+        // running, every write it would make has been made.
+        const port = await second.metricsPort();
+        await waitFor('every card reconciled by the second process, its queue idle', async () => {
+          const q = await controllerQueue(port, 'agentcard');
+          return q.idle && q.reconciles >= names.length;
+        });
         const after = await controllerWriteOutcomes(kc);
         // What was stored, across both processes: every ConfigMap created once and never rewritten
         // (a second process that re-signed an already published card would show as MODIFIED: the
@@ -210,7 +220,27 @@ describe('controller: writes', () => {
         async () => (await countReady(ns.name)) === names.length,
         120_000,
       );
-      await sleep(3_000);
+      // Settled, counted rather than waited for: the first round's last writes (an Event can
+      // follow the status that reads Ready) are over once a whole round of reconciles (one per
+      // card, as the 10 s resync makes them) has gone by without the operator writing anything.
+      // (The queue is never idle here: the resync refills it every 10 s.)
+      const progress = async () => {
+        const text = await operatorMetrics(op.metricsPort());
+        return {
+          reconciles: metricValue(text, 'controller_runtime_reconcile_total', { controller: 'agentcard' }),
+          writes: metricValue(text, 'agentcard_api_writes_total'),
+        };
+      };
+      let quietSince = await progress();
+      await waitFor(
+        'a round of reconciles without a write',
+        async () => {
+          const now = await progress();
+          if (now.writes !== quietSince.writes) quietSince = now;
+          return now.reconciles - quietSince.reconciles >= names.length;
+        },
+        120_000,
+      );
       const apiBefore = await controllerWrites(kc);
       const metricsBefore = await operatorMetrics(op.metricsPort());
       const eventsBefore = (await api.core.listNamespacedEvent({ namespace: ns.name })).items.length;

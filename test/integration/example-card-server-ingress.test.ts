@@ -22,25 +22,19 @@ import { verifyCard, type JWKS } from '../../operator/card/verify.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { loadKubeConfig } from '../../operator/kube/config.ts';
 import { createLogger } from '../../operator/log.ts';
-import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
-import {
-  Api,
-  privateJwk,
-  sampleCard,
-  startOperator,
-  waitFor,
-  type InProcessOperator,
-} from '../support/operator.ts';
+import { kubeconfigPath } from '../support/cluster.ts';
+import { privateJwk, sampleCard, useOperatorInNamespace, waitFor } from '../support/operator.ts';
 import { freePort } from '../support/ports.ts';
 import { repoRoot } from '../support/paths.ts';
 import { runTool } from '../support/tools.ts';
 
 const run = promisify(execFile);
-const kc = kubeConfig();
-const api = new Api(kc);
 const example = join(repoRoot, 'examples', 'card-server-ingress.yaml');
-let ns: TestNamespace;
-let operator: InProcessOperator;
+const { api, ns } = useOperatorInNamespace('card-ingress', {
+  before: async () => {
+    await api.putSecret(ns.name, 'signing', { jwk: await privateJwk('ingress-1') }, true);
+  },
+});
 let server: CardServer;
 let nginx: ChildProcess | undefined;
 let nginxPort = 0;
@@ -114,10 +108,9 @@ async function curl(host: string, path: string): Promise<{ status: number; body:
   return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
 }
 
+// After the shared set-up's beforeAll (the operator running), before its afterAll (after hooks
+// run in reverse order).
 beforeAll(async () => {
-  ns = await createTestNamespace('card-ingress');
-  await api.putSecret(ns.name, 'signing', { jwk: await privateJwk('ingress-1') }, true);
-  operator = await startOperator(ns.name);
   server = await startCardServer({
     client: new KubeClient(loadKubeConfig({ kubeconfig: kubeconfigPath() })),
     namespaces: [ns.name],
@@ -145,8 +138,6 @@ beforeAll(async () => {
 afterAll(async () => {
   nginx?.kill('SIGTERM');
   await server?.close();
-  await operator?.stop();
-  await ns?.cleanup();
   rmSync(tmp, { recursive: true, force: true });
 });
 

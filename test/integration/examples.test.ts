@@ -14,6 +14,10 @@
  * proves the same AgentCards Ready against the demo agent run as a local process, and
  * test/e2e/product.test.ts (the `node` project) applies every file the same way on the real node,
  * with the chart installed, and waits for each promised condition.
+ *
+ * Its own operator rather than the shared set-up (useOperatorInNamespace): it watches `default`
+ * (where the README's commands apply) and a restricted namespace, with the default probe policy
+ * and the webhook registered by URL, which one test namespace per file cannot express.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

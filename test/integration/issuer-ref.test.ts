@@ -8,6 +8,10 @@
  *
  * team-a and team-b each run their own cert-manager (the harness confines one to a namespace);
  * team-b's CA Issuer signs with team-a's CA, so that only the identity tells their cards apart.
+ *
+ * Its own operator rather than the shared set-up (useOperatorInNamespace): it watches both teams'
+ * namespaces, each with its cert-manager started first, which one namespace per file cannot
+ * express.
  */
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +32,7 @@ import { kubeConfig, testNamespace } from '../support/cluster.ts';
 import { startFileServer, type FileServer } from '../support/discover-servers.ts';
 import {
   condition,
+  controllerQueue,
   installCrd,
   sampleCard,
   startOperator,
@@ -236,10 +241,12 @@ describe('spec.signing.keys[].issuerRef with cert-manager and a CA Issuer', () =
     // Every version of the served card from the edit on: its leaf never names the added SAN.
     const seen = new Set<string>();
     let watching = true;
+    let samples = 0;
     const watcher = (async () => {
       while (watching) {
         const served = await servedCard(teamA.name, 'recipes');
         if (served) seen.add(leafOf(served.card).subjectAltName ?? '');
+        samples++;
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
@@ -265,7 +272,17 @@ describe('spec.signing.keys[].issuerRef with cert-manager and a CA Issuer', () =
       const c = await api.getCard(teamA.name, 'recipes');
       return condition(c, 'Signed')?.status === 'True';
     });
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Nothing signed after that, observed rather than waited out: once the operator's card and
+    // certificate queues are both idle, no reconcile that could sign is under way or queued; the
+    // watcher then reads the served card once more, from its start.
+    await waitFor('the card and certificate queues idle', async () => {
+      const queues = await Promise.all(
+        ['agentcard', 'issuer'].map((c) => controllerQueue(op.metricsPort(), c)),
+      );
+      return queues.every((q) => q.idle);
+    });
+    const sampled = samples;
+    await waitFor('one more reading of the served card', async () => samples > sampled + 1);
     watching = false;
     await watcher;
     expect([...seen]).toEqual([identity]);

@@ -8,21 +8,26 @@ import { rm } from 'node:fs/promises';
 import { verifyAgentCardSignature } from '@a2a-js/sdk';
 import type { AgentCard as SdkAgentCard } from '@a2a-js/sdk';
 import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
-import type { TestNamespace } from '../support/cluster.ts';
+import { describe, expect, it } from 'vitest';
 import { kubeletWrite, tempDir } from '../support/card-files.ts';
 import { spawnSidecar } from '../support/sidecar-process.ts';
 import type { Running } from '../support/sidecar-process.ts';
-import { Api, installCrd, privateJwk, sampleCard, startOperator, waitFor } from '../support/operator.ts';
-import type { InProcessOperator } from '../support/operator.ts';
+import { privateJwk, sampleCard, useOperatorInNamespace, waitFor } from '../support/operator.ts';
 
-const kc = kubeConfig();
-const api = new Api(kc);
-let ns: TestNamespace;
-let op: InProcessOperator;
 let dir: string;
 let sidecar: Running;
+const { api, ns } = useOperatorInNamespace('sidecar-e2e', {
+  before: async () => {
+    dir = await tempDir();
+  },
+  after: async () => {
+    if (sidecar && sidecar.child.exitCode === null) {
+      sidecar.child.kill('SIGTERM');
+      await sidecar.exited;
+    }
+    if (dir) await rm(dir, { recursive: true, force: true });
+  },
+});
 
 const spec = (version: string) => ({
   card: sampleCard(version),
@@ -62,23 +67,6 @@ async function verifiesWithSdk(card: SdkAgentCard): Promise<boolean> {
     () => false,
   );
 }
-
-beforeAll(async () => {
-  await installCrd(kc);
-  ns = await createTestNamespace('sidecar-e2e');
-  op = await startOperator(ns.name);
-  dir = await tempDir();
-});
-
-afterAll(async () => {
-  if (sidecar && sidecar.child.exitCode === null) {
-    sidecar.child.kill('SIGTERM');
-    await sidecar.exited;
-  }
-  await op?.stop();
-  await ns?.cleanup();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
 
 describe('AgentCard -> ConfigMap -> kubelet volume -> sidecar -> @a2a-js/sdk', () => {
   it('serves the published card, which the SDK resolves and verifies', async () => {

@@ -251,8 +251,8 @@ export async function startOperator(
 }
 
 export interface OperatorFixtureOptions {
-  /** Flags after startOperator's defaults. */
-  flags?: string[];
+  /** Flags after startOperator's defaults (a function when they name the file's namespace). */
+  flags?: string[] | ((namespace: string) => string[]);
   probes?: boolean;
   /** Installs the AgentCatalog and ClusterAgentCatalog CRDs too. */
   catalogs?: boolean;
@@ -282,7 +282,8 @@ export function useOperatorInNamespace(
     await (options.catalogs ? installCatalogCrds(kc) : installCrd(kc));
     await namespace.create();
     await options.before?.();
-    running = await startOperator(namespace.name, options.flags, { probes: options.probes });
+    const flags = typeof options.flags === 'function' ? options.flags(namespace.name) : options.flags;
+    running = await startOperator(namespace.name, flags, { probes: options.probes });
   });
   afterAll(async () => {
     await running?.stop();
@@ -479,4 +480,23 @@ export function metricValue(text: string, name: string, labels: Record<string, s
 
 export async function operatorMetrics(port: number): Promise<string> {
   return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+}
+
+/**
+ * One controller's work queue as its metrics tell it: finished reconciles (every result), and
+ * whether nothing is queued or running. A delayed add (a backoff retry, a requeue-after) is not
+ * queued until due, so an idle queue says no reconcile is under way, not that none is scheduled.
+ */
+export async function controllerQueue(
+  port: number,
+  controller: string,
+): Promise<{ reconciles: number; idle: boolean }> {
+  const text = await operatorMetrics(port);
+  const labels = { controller };
+  return {
+    reconciles: metricValue(text, 'controller_runtime_reconcile_total', labels),
+    idle:
+      metricValue(text, 'workqueue_depth', labels) === 0 &&
+      metricValue(text, 'controller_runtime_active_workers', labels) === 0,
+  };
 }
