@@ -175,7 +175,11 @@ interface KillResult {
   standby: Memory;
   /** The new leader once it re-planned every card. */
   newLeaderRssMiB: number;
+  /** The machine's 1-minute load average at the kill and when the new leader was done. */
+  load: [number, number];
 }
+
+const loadAverage = () => Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
 
 const card = (version: string) => ({ ...minimalCard(), version });
 
@@ -508,6 +512,7 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
         })) as KubernetesObject;
         changed.set(name, (current.metadata?.generation ?? 0) + 1);
       }
+      const loadAtKill = loadAverage();
       const killed = Date.now();
       leader!.child.kill('SIGKILL');
       log(`${build.label} kill ${k}: ${leader!.name} killed`);
@@ -532,6 +537,12 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
           replannedAt = Date.now();
         await sleep(500);
         seen = observe(standby, changed);
+        // A new leader that lost its Lease (or failed) exits: what it did is in its log, and
+        // there is nothing more to wait for.
+        if (!alive(standby)) {
+          log(`${build.label} kill ${k}: ${standby.name} exited before it was done`);
+          break;
+        }
       }
       const ms = (at?: number) => (at ? at - killed : null);
       const result: KillResult = {
@@ -546,10 +557,12 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
         replannedMs: ms(replannedAt),
         leader: leaderMem,
         standby: standbyMem,
-        newLeaderRssMiB: Math.round(procStatus(standby.child.pid!).rss / 1024),
+        load: [loadAtKill, loadAverage()],
+        newLeaderRssMiB: alive(standby) ? Math.round(procStatus(standby.child.pid!).rss / 1024) : 0,
       };
       results.push(result);
       process.stdout.write(`${JSON.stringify(result)}\n`);
+      if (!alive(standby)) throw new Error(`${standby.name} exited after kill ${k}; no further kills`);
       leader = standby;
       if (k < kills) ops.push(next());
     }
@@ -623,6 +636,7 @@ function report(results: KillResult[], builds: Build[]): string {
     ],
     rows,
   );
+  const loads = results.map((r) => [...r.load]).flat();
   return [
     `\`node bench/failover.bench.ts --cards ${sizes.join(',')} --kills ${kills}${builds.length > 1 ? ' --before <checkout>' : ''}\`:`,
     `two operators (production bundle of each build; lease ${lease.duration} s, renew deadline ${lease.renew} s,`,
@@ -638,6 +652,12 @@ function report(results: KillResult[], builds: Build[]): string {
     timings,
     '',
     `Peak RSS of every operator process over its life (sampled each second): ${peaks.join('; ')}.`,
+    ...(loads.length
+      ? [
+          '',
+          `Load average (1 min) at the kills and when each new leader was done: ${Math.min(...loads)} to ${Math.max(...loads)}.`,
+        ]
+      : []),
   ].join('\n');
 }
 
