@@ -7,7 +7,8 @@
  * `agentcard operator` processes (the production bundle of that build, as the image runs it;
  * leader election with the operator's default lease 15 s, renew deadline 10 s, retry 2 s, or
  * `--lease-duration`/`--renew-deadline`/`--retry-period` in seconds; no probes, no catalogs) watch
- * that namespace. Once the leader has reconciled every card (its reconcile count reaches N) and
+ * that namespace. Once the leader has reconciled every card (it logged a write for each of the N
+ * cards, or its reconcile count reached N when they were published already) and
  * the standby's informers have synced (a build with warm standbys) or right away (one without),
  * both settle for `--settle` seconds, their memory is read, and then, `--kills` times:
  * - the leader is killed with SIGKILL and, at the same moment, two cards' specs are changed (the
@@ -16,7 +17,9 @@
  *   kill: when it took the Lease ("became leader"), its **first write** (its first "reconciled"
  *   line: the operator logs one per reconcile that wrote, once the ConfigMap and status writes
  *   returned) and each changed card reconciled for its new generation with `Ready=True`; then its
- *   reconcile count, scraped every 0.5 s, going up by N (every card re-planned);
+ *   reconcile count, scraped every `--scrape-every` seconds (5: a scrape is the whole /metrics
+ *   page, about 1 KiB per published card, and costs the operator CPU), going up by N (every card
+ *   re-planned);
  * - a new standby replaces the killed process and the next kill hits the new leader.
  * Builds cannot take turns kill by kill (each needs its own pair of processes); they run
  * one after the other on the same cards, so the machine's load is compared over minutes, not
@@ -28,7 +31,8 @@
  * docs/scaling.md, "Failover").
  *
  * Run: `node bench/failover.bench.ts [--cards 1000,10000] [--kills 3] [--before <checkout>]
- * [--namespace NS] [--logs DIR] [--create-concurrency 32] [--write]` (Node.js 24): `--before`
+ * [--namespace NS] [--logs DIR] [--create-concurrency 32] [--scrape-every 5] [--write]` (Node.js
+ * 24): `--before`
  * names a checkout of an earlier commit (with its node_modules) whose bundle runs as "before";
  * `--namespace` names the namespace of the cards (one size only): created with its cards if
  * missing and kept, reused as it is if present; `--logs` keeps the operators' logs in DIR; cards
@@ -39,10 +43,12 @@ import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   existsSync,
+  fstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
+  readSync,
   rmSync,
   statSync,
 } from 'node:fs';
@@ -88,11 +94,14 @@ const { values } = parseArgs({
     'lease-duration': { type: 'string', default: '15' },
     'renew-deadline': { type: 'string', default: '10' },
     'retry-period': { type: 'string', default: '2' },
+    // Seconds between two reads of an operator's reconcile count (its whole /metrics page).
+    'scrape-every': { type: 'string', default: '5' },
   },
 });
 const sizes = values.cards!.split(',').map(Number);
 const kills = Number(values.kills);
 const settleMs = Number(values.settle) * 1000;
+const scrapeEveryMs = Number(values['scrape-every']) * 1000;
 const stdioMode = values.stdio as 'file' | 'pipe';
 if (stdioMode !== 'file' && stdioMode !== 'pipe') throw new Error('--stdio is file or pipe');
 const lease = {
@@ -137,6 +146,10 @@ interface Operator {
   metricsPort: number;
   /** Highest RSS seen by the sampler, KiB. */
   peakRssKiB: number;
+  /** How far its log has been read, and the cards it logged a write for ("reconciled"). */
+  tail: { offset: number; rest: string; wrote: Set<string> };
+  /** Its reconcile count as last scraped, and when (reconcilesEvery). */
+  lastCount: { at: number; value: number };
 }
 
 interface Memory {
@@ -162,7 +175,11 @@ interface KillResult {
   standby: Memory;
   /** The new leader once it re-planned every card. */
   newLeaderRssMiB: number;
+  /** The machine's 1-minute load average at the kill and when the new leader was done. */
+  load: [number, number];
 }
+
+const loadAverage = () => Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
 
 const card = (version: string) => ({ ...minimalCard(), version });
 
@@ -197,7 +214,15 @@ function startOperator(build: Build, ns: string, name: string, metricsPort: numb
   );
   closeSync(fd);
   children.add(child);
-  const op: Operator = { name, child, logFile, metricsPort, peakRssKiB: 0 };
+  const op: Operator = {
+    name,
+    child,
+    logFile,
+    metricsPort,
+    peakRssKiB: 0,
+    tail: { offset: 0, rest: '', wrote: new Set() },
+    lastCount: { at: 0, value: 0 },
+  };
   child.once('exit', (code, signal) => {
     if (signal === 'SIGKILL') return;
     log(`operator ${name} exited (${code ?? signal}); its last lines:`);
@@ -241,6 +266,51 @@ function metricSum(text: string, name: string, labels = ''): number | undefined 
     sum = (sum ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
+}
+
+/**
+ * The cards an operator logged a write for so far ("reconciled" lines), reading only what its log
+ * gained since the last call. This is how the benchmark follows a first round of publishing: the
+ * reconcile count is on the /metrics page, whose size grows with the cards published (about 1 KiB
+ * of per-card series each: 10 MiB at 10,000 cards), and building it costs the operator CPU on the
+ * cores it publishes with (docs/scaling.md, "Publishing from a fresh leader").
+ */
+function cardsWritten(op: Operator): number {
+  let fd: number;
+  try {
+    fd = openSync(op.logFile, 'r');
+  } catch {
+    return op.tail.wrote.size;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > op.tail.offset) {
+      const buf = Buffer.alloc(size - op.tail.offset);
+      readSync(fd, buf, 0, buf.length, op.tail.offset);
+      op.tail.offset = size;
+      const lines = (op.tail.rest + buf.toString('utf8')).split('\n');
+      op.tail.rest = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line.includes('"msg":"reconciled"')) continue;
+        const name = /"name":"([^"]+)"/.exec(line)?.[1];
+        if (name) op.tail.wrote.add(name);
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return op.tail.wrote.size;
+}
+
+/**
+ * The reconcile count, scraped at most every `--scrape-every` seconds (the last value otherwise):
+ * a scrape is the operator's whole /metrics page (see cardsWritten), so polling it every half
+ * second took most of a leader's CPU at 10,000 cards.
+ */
+async function reconcilesEvery(op: Operator): Promise<number> {
+  if (Date.now() - op.lastCount.at >= scrapeEveryMs)
+    op.lastCount = { at: Date.now(), value: await reconciles(op) };
+  return op.lastCount.value;
 }
 
 /** Reconciles of AgentCards so far (the runtime's metric, else the older one both builds have). */
@@ -403,9 +473,11 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
       leader = ops.find((o) => holds(o, h) && alive(o));
       return leader !== undefined;
     });
-    await until(`${n} reconciles by the leader`, 900_000, async () => {
+    // Every card published (a first round writes each card once), or every card reconciled (cards
+    // published by an earlier run, --namespace, are reconciled without a write).
+    await until(`${n} reconciles by the leader`, Math.max(900_000, n * 200), async () => {
       if (!alive(leader!)) throw new Abandon(`${leader!.name} exited before reconciling ${n} cards`);
-      return (await reconciles(leader!)) >= n;
+      return cardsWritten(leader!) >= n || (await reconcilesEvery(leader!)) >= n;
     });
     log(
       `${build.label}: ${leader!.name} leads and reconciled ${n} in ${Math.round((Date.now() - started) / 1000)} s`,
@@ -424,6 +496,7 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
         throw new Error(`${leader!.name} lost the Lease before the kill`);
       const [leaderMem, standbyMem] = [await memory(leader!), await memory(standby)];
       const before = await reconciles(standby);
+      standby.lastCount = { at: 0, value: before };
       const version = `9.${k}.${Date.now() % 100_000}`;
       // The first and the last card in the API server's list order (etcd key order: card-0,
       // card-1, card-10, ...): a new leader queues the cards it finds in that order.
@@ -439,6 +512,7 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
         })) as KubernetesObject;
         changed.set(name, (current.metadata?.generation ?? 0) + 1);
       }
+      const loadAtKill = loadAverage();
       const killed = Date.now();
       leader!.child.kill('SIGKILL');
       log(`${build.label} kill ${k}: ${leader!.name} killed`);
@@ -458,10 +532,17 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
       let seen = observe(standby, changed);
       const deadline = killed + 900_000;
       while (Date.now() < deadline && !(seen.readyAt.size === names.length && replannedAt)) {
-        if (!replannedAt && (await reconciles(standby).catch(() => 0)) - before >= n)
+        // Read every --scrape-every seconds: the re-plan's end is known to that precision.
+        if (!replannedAt && (await reconcilesEvery(standby).catch(() => 0)) - before >= n)
           replannedAt = Date.now();
         await sleep(500);
         seen = observe(standby, changed);
+        // A new leader that lost its Lease (or failed) exits: what it did is in its log, and
+        // there is nothing more to wait for.
+        if (!alive(standby)) {
+          log(`${build.label} kill ${k}: ${standby.name} exited before it was done`);
+          break;
+        }
       }
       const ms = (at?: number) => (at ? at - killed : null);
       const result: KillResult = {
@@ -476,10 +557,12 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
         replannedMs: ms(replannedAt),
         leader: leaderMem,
         standby: standbyMem,
-        newLeaderRssMiB: Math.round(procStatus(standby.child.pid!).rss / 1024),
+        load: [loadAtKill, loadAverage()],
+        newLeaderRssMiB: alive(standby) ? Math.round(procStatus(standby.child.pid!).rss / 1024) : 0,
       };
       results.push(result);
       process.stdout.write(`${JSON.stringify(result)}\n`);
+      if (!alive(standby)) throw new Error(`${standby.name} exited after kill ${k}; no further kills`);
       leader = standby;
       if (k < kills) ops.push(next());
     }
@@ -553,6 +636,7 @@ function report(results: KillResult[], builds: Build[]): string {
     ],
     rows,
   );
+  const loads = results.map((r) => [...r.load]).flat();
   return [
     `\`node bench/failover.bench.ts --cards ${sizes.join(',')} --kills ${kills}${builds.length > 1 ? ' --before <checkout>' : ''}\`:`,
     `two operators (production bundle of each build; lease ${lease.duration} s, renew deadline ${lease.renew} s,`,
@@ -561,13 +645,19 @@ function report(results: KillResult[], builds: Build[]): string {
     'Times are from the kill, from the new leader\'s log (same clock): the Lease taken ("became leader");',
     'its first write (its first "reconciled" line, logged once a reconcile\'s writes have returned);',
     'each changed card reconciled for its new generation with `Ready=True`; its reconcile count up by N',
-    '(every card re-planned). Memory: RSS (/proc) and V8 heap used (metrics) of both processes after',
+    `(every card re-planned; read every ${scrapeEveryMs / 1000} s). Memory: RSS (/proc) and V8 heap used (metrics) of both processes after`,
     `${settleMs / 1000} s of rest before the kill. Builds run one after the other on the same cards, not`,
     'interleaved: compare ratios from one run. Operators log to files (see docs/scaling.md, "Failover").',
     '',
     timings,
     '',
     `Peak RSS of every operator process over its life (sampled each second): ${peaks.join('; ')}.`,
+    ...(loads.length
+      ? [
+          '',
+          `Load average (1 min) at the kills and when each new leader was done: ${Math.min(...loads)} to ${Math.max(...loads)}.`,
+        ]
+      : []),
   ].join('\n');
 }
 
