@@ -7,9 +7,11 @@
  *
  * Only answers that a restart with the same settings would get again end it (401, 403, 404); an
  * outage (kube/health.ts) or anything else is retried with backoff until it passes or `signal`
- * aborts.
+ * aborts. The backoff is the informers' (kube/informer.ts): 1 s doubling to 30 s with equal
+ * jitter, so that the checks of every collection (and of every replica) that failed together do
+ * not all ask a recovering API server again in the same instant.
  */
-import { Backoff } from '../kube/backoff.ts';
+import { Backoff, type BackoffOptions } from '../kube/backoff.ts';
 import { METADATA_ONLY, type KubeClient } from '../kube/client.ts';
 import { systemClock, type Clock } from '../kube/clock.ts';
 import { apiStatusCode, describeApiError } from '../kube/errors.ts';
@@ -28,15 +30,24 @@ export interface ListSource {
 
 const FINAL = new Set([401, 403, 404]);
 
+/** The informers' restart backoff (kube/informer.ts's default). */
+export const ACCESS_BACKOFF: BackoffOptions = { baseMs: 1_000, maxMs: 30_000, jitter: 'equal' };
+
 export async function checkListAccess(
   client: KubeClient,
   sources: readonly ListSource[],
-  opts: { signal: AbortSignal; log: Logger; clock?: Clock },
+  opts: {
+    signal: AbortSignal;
+    log: Logger;
+    clock?: Clock;
+    /** Default ACCESS_BACKOFF; a test fixes its random source. */
+    backoff?: BackoffOptions;
+  },
 ): Promise<void> {
   const clock = opts.clock ?? systemClock;
   await Promise.all(
     sources.map(async (source) => {
-      const backoff = new Backoff({ baseMs: 1_000, maxMs: 30_000 });
+      const backoff = new Backoff(opts.backoff ?? ACCESS_BACKOFF);
       for (;;) {
         try {
           await client.request('GET', source.path, {

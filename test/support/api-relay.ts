@@ -18,8 +18,13 @@ import { parse, stringify } from 'yaml';
 
 export type RelayMode =
   | { kind: 'pass' }
-  /** Answer every new request with this status (a Kubernetes Status body, Retry-After when set). */
-  | { kind: 'fail'; status: 429 | 500 | 503; retryAfterSeconds?: number }
+  /**
+   * Answer every new request with this status (a Kubernetes Status body, Retry-After when set).
+   * With `only: 'writes'`, reads and running watches pass and only writes fail: an API server
+   * that pushes back on writes (API Priority and Fairness) while its watch cache keeps streaming,
+   * so changes keep reaching the client while nothing it writes is taken.
+   */
+  | { kind: 'fail'; status: 429 | 500 | 503; retryAfterSeconds?: number; only?: 'writes' }
   /** Accept new requests and never answer them; running streams stop delivering too. */
   | { kind: 'hang' };
 
@@ -95,7 +100,7 @@ export class ApiRelay {
         answer.pause();
         this.stalled.set(answer, res);
       }
-    } else if (mode.kind === 'fail') {
+    } else if (mode.kind === 'fail' && mode.only === undefined) {
       for (const [answer, res] of this.streams) {
         answer.destroy();
         res.destroy();
@@ -135,7 +140,9 @@ export class ApiRelay {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const mode = this.mode;
+    const read = req.method === 'GET' || req.method === 'HEAD';
+    const spared = this.mode.kind === 'fail' && this.mode.only === 'writes' && read;
+    const mode: RelayMode = spared ? { kind: 'pass' } : this.mode;
     const record: RelayRequest = {
       at: Date.now(),
       method: req.method ?? 'GET',
