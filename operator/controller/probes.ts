@@ -209,6 +209,14 @@ export function noProbes(): ProbeHooks {
   };
 }
 
+/**
+ * A refused loopback interface URL, in the operator: the URL is the agent's own loopback (an
+ * adopted SDK card names the address the agent listens on), which from the operator is its own
+ * Pod. docs/troubleshooting.md ("Blocked") says the same.
+ */
+export const PROBE_LOOPBACK_ADVICE =
+  "from the operator, loopback is the operator's own Pod, never the agent: the URL names the agent's own loopback; replace it with an address others can reach (spec.card.supportedInterfaces, in the overlay for an adopted card)";
+
 export interface ProbeWiringOptions {
   allowCidrs: string[];
   /** The namespace rule: the addresses a card's own namespace owns (namespace-addresses.ts). */
@@ -256,6 +264,7 @@ export function probeWiring(opts: ProbeWiringOptions): ProbeHooks {
       allowCidrs: opts.allowCidrs,
       denyCidrs: opts.denyCidrs ?? [],
       allowSetting: 'Helm value probes.allowCidrs, flag --probe-allow-cidr',
+      loopbackAdvice: PROBE_LOOPBACK_ADVICE,
     }),
     ...(opts.ownerFor ? { ownerFor: opts.ownerFor } : {}),
     ...(opts.ca ? { ca: opts.ca } : {}),

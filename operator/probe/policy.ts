@@ -96,6 +96,14 @@ export interface AddressPolicyOptions {
    * refused probe says how to allow it (e.g. "--allow-cidr"). Default: no name.
    */
   allowSetting?: string;
+  /**
+   * What a refused loopback address's message says instead of the allow setting. Where the
+   * policy runs in the operator, loopback is the operator's own Pod, never the agent: a loopback
+   * URL is the agent's own loopback, written by someone who saw the agent from inside (an SDK's
+   * card names the address it listens on), and allowing the range fixes nothing. The CLI, on the
+   * agent's own machine, leaves it unset: there `--allow-cidr 127.0.0.0/8` is the fix.
+   */
+  loopbackAdvice?: string;
 }
 
 /** Builds the policy. Throws an Error naming the bad CIDR when one does not parse. */
@@ -116,10 +124,14 @@ export function createAddressPolicy(opts: AddressPolicyOptions = {}): AddressPol
     }
     const range = refused.find((r) => cidrContains(r.cidr, ip));
     if (range && !allow.some((a) => cidrContains(a, ip))) {
+      const advice =
+        range.category === 'loopback' && opts.loopbackAdvice
+          ? `refused: ${opts.loopbackAdvice}`
+          : `refused unless an allowed CIDR covers it${setting}`;
       return {
         allowed: false,
         category: range.category,
-        message: `${shown} is ${range.category} (${range.cidr.text}), refused unless an allowed CIDR covers it${setting}`,
+        message: `${shown} is ${range.category} (${range.cidr.text}), ${advice}`,
         // Loopback is the operator's own Pod (or the node, with hostNetwork): never a workload of
         // the card's namespace, whatever an object says.
         namespaceLiftable: range.category !== 'loopback',

@@ -10,6 +10,13 @@ import type { CaOption, Resolver } from '../probe/connect.ts';
 import { fetchSourceCard } from './fetch.ts';
 import type { SourceDeps } from './tracker.ts';
 
+/**
+ * A refused loopback spec.source.url, in the operator: from the operator, loopback is its own
+ * Pod, never the agent (docs/troubleshooting.md, "Blocked").
+ */
+export const SOURCE_LOOPBACK_ADVICE =
+  "from the operator, loopback is the operator's own Pod, never the agent: the URL names the agent's own loopback; replace it with an address others can reach (spec.source.service, or a spec.source.url of the agent's Service)";
+
 export interface SourceWiringOptions {
   client: KubeClient;
   allowCidrs: string[];
@@ -44,6 +51,7 @@ export function sourceWiring(opts: SourceWiringOptions): Omit<SourceDeps, 'clock
     allowCidrs: opts.allowCidrs,
     denyCidrs: opts.denyCidrs ?? [],
     allowSetting: 'Helm value probes.allowCidrs, flag --probe-allow-cidr',
+    loopbackAdvice: SOURCE_LOOPBACK_ADVICE,
   });
   return {
     fetch: (urls, ctx) =>

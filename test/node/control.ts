@@ -20,7 +20,7 @@
  * namespace bridges a unix socket (a file in the checkout) to 127.0.0.1:6443, and socat on the
  * host bridges a loopback port to that socket. The admin kubeconfig points at the host port.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -28,11 +28,12 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmdirSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
@@ -48,8 +49,14 @@ import { nodeImages, writeImageArchive, type ImageSpec } from './images.ts';
 
 const execFileAsync = promisify(execFile);
 
-/** Per-checkout state of the node cluster (git-ignored), apart from `.cluster/` of the process-based one. */
-export const nodeClusterDir = join(repoRoot, '.node-cluster');
+/**
+ * Per-checkout state of the node cluster (git-ignored), apart from `.cluster/` of the
+ * process-based one. `AGENTCARD_NODE_CLUSTER_DIR` puts it elsewhere: a second node, with its own
+ * namespaces and cgroup root, next to the checkout's (the test of `cluster:down -- --node` does).
+ */
+export const nodeClusterDir = process.env.AGENTCARD_NODE_CLUSTER_DIR
+  ? resolve(process.env.AGENTCARD_NODE_CLUSTER_DIR)
+  : join(repoRoot, '.node-cluster');
 export const nodeKubeconfig = join(nodeClusterDir, 'kubeconfig');
 const stateFile = join(nodeClusterDir, 'state.json');
 const pkiDir = join(nodeClusterDir, 'pki');
@@ -95,7 +102,17 @@ export interface NodeClusterState {
   nodeBinDir: string;
   toolsDir: string;
   startedAt: string;
+  /** The state folder (`nodeClusterDir` of the process that started it). */
+  dir?: string;
+  /** The node's namespaces as /proc/<pid>/ns/* name them, e.g. `net:[4026532412]`. */
+  namespaces?: Partial<Record<NodeNamespace, string>>;
+  /** The interfaces of the host's network namespace before `up` (`ip -o link`). */
+  hostInterfaces?: string[];
 }
+
+/** The namespaces the node's init makes (`startInit`). */
+const NODE_NAMESPACES = ['net', 'mnt', 'pid'] as const;
+type NodeNamespace = (typeof NODE_NAMESPACES)[number];
 
 export function readNodeState(): NodeClusterState | undefined {
   try {
@@ -138,6 +155,8 @@ export async function nodeUp(
     ensureTools(log),
   ]);
   const started = Date.now();
+  // Before anything of the node exists: `nodeLeftovers` reports any interface not in this list.
+  const hostInterfaces = hostInterfaceNames();
   mkdirSync(nodeClusterDir, { recursive: true });
   await execFileAsync(join(binDir, 'pki'), ['-dir', pkiDir]);
   await execFileAsync(join(nodeBinDir, 'node-pki'), ['-dir', pkiDir, '-node', NODE_NAME]);
@@ -156,12 +175,16 @@ export async function nodeUp(
     nodeBinDir,
     toolsDir,
     startedAt: new Date().toISOString(),
+    dir: nodeClusterDir,
+    hostInterfaces,
   };
   writeState(state);
   try {
     await waitUntil('the node namespaces', 10_000, async () =>
       existsSync(`/proc/${initPid}/root/run/agentcard-node-ready`),
     );
+    state.namespaces = nodeNamespaces(initPid);
+    writeState(state);
     await startControlPlane(state);
     state.relayPid = startHostRelay(hostPort!);
     writeState(state);
@@ -232,10 +255,18 @@ export async function nodeDown(
 
 /**
  * What of a stopped node cluster is still on the machine, for the test that `down` removes
- * everything: live processes, cgroups, host mounts that name the node, a `cni0` interface in the
- * host's network namespace, the state folder.
+ * everything: live processes, cgroups, host mounts that name the node, the node's namespaces
+ * (a process still in one, or a namespace file bind-mounted on the host), interfaces in the
+ * host's network namespace that were not there before `up` (and `cni0` in any case), the state
+ * folder.
+ *
+ * `downAt` (ms since the epoch, taken before `nodeDown`) tells the node's processes from others:
+ * the kernel reuses a freed namespace's inode number for the next namespace made on the machine,
+ * so a process that entered a namespace with the same number after `down` began is not the
+ * node's (`nodeDown` starts nothing).
  */
-export function nodeLeftovers(state: NodeClusterState): string[] {
+export function nodeLeftovers(state: NodeClusterState, downAt = Date.now()): string[] {
+  const dir = state.dir ?? nodeClusterDir;
   const left: string[] = [];
   for (const [what, pid] of [
     ['node init', state.initPid],
@@ -244,16 +275,77 @@ export function nodeLeftovers(state: NodeClusterState): string[] {
     if (pid && isAlive(pid)) left.push(`${what} process ${pid}`);
   }
   for (const controller of CGROUP_HIERARCHIES) {
-    const dir = join('/sys/fs/cgroup', controller, state.cgroupRoot);
-    if (existsSync(dir)) left.push(`cgroup ${dir}`);
+    const cgroup = join('/sys/fs/cgroup', controller, state.cgroupRoot);
+    if (existsSync(cgroup)) left.push(`cgroup ${cgroup}`);
   }
-  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .filter((line) => line.includes(nodeClusterDir) || line.includes('agentcard-node'));
+  const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+  const mounts = mountinfo.filter((line) => line.includes(dir) || line.includes('agentcard-node'));
   left.push(...mounts.map((m) => `mount ${m}`));
-  if (existsSync('/sys/class/net/cni0')) left.push('interface cni0 in the host network namespace');
-  if (existsSync(nodeClusterDir)) left.push(nodeClusterDir);
+  const ours = new Set(Object.values(state.namespaces ?? {}));
+  if (ours.size > 0) {
+    for (const { pid, ns, command } of processesIn(ours, downAt)) {
+      left.push(`process ${pid} (${command}) in the node's namespaces ${ns}`);
+    }
+    // An nsfs mount keeps a namespace alive without any process: mountinfo's root field names it.
+    for (const line of mountinfo) {
+      const root = line.split(' ')[3];
+      if (root && ours.has(root) && / - nsfs /.test(line))
+        left.push(`namespace ${root} bind-mounted: ${line}`);
+    }
+  }
+  const before = new Set(state.hostInterfaces ?? []);
+  for (const name of hostInterfaceNames()) {
+    if (name === 'cni0' || (state.hostInterfaces && !before.has(name)))
+      left.push(`interface ${name} in the host network namespace`);
+  }
+  if (existsSync(dir)) left.push(dir);
   return left;
+}
+
+/** The names of the interfaces of this process's network namespace (`ip -o link`: `2: eth0@if3: <...`). */
+function hostInterfaceNames(): string[] {
+  const out = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .map((line) => /^\d+:\s+([^:@\s]+)/.exec(line)?.[1])
+    .filter((name): name is string => name !== undefined);
+}
+
+/** The namespaces of the node's init (the child of `unshare`, whose own PID namespace is the host's). */
+function nodeNamespaces(unsharePid: number): Partial<Record<NodeNamespace, string>> {
+  const init = nsInitPid(unsharePid);
+  if (init === undefined) throw new Error('the node init is not running');
+  return Object.fromEntries(NODE_NAMESPACES.map((ns) => [ns, readlinkSync(`/proc/${init}/ns/${ns}`)]));
+}
+
+/** Processes (host PIDs) started before `before` (ms since the epoch) whose namespace is one of `namespaces`. */
+function processesIn(
+  namespaces: Set<string>,
+  before: number,
+): Array<{ pid: number; ns: string; command: string }> {
+  // /proc/<pid>/stat's starttime counts clock ticks since boot; /proc/uptime gives boot in our clock.
+  const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const bootMs = Date.now() - Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000;
+  const found: Array<{ pid: number; ns: string; command: string }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const matched = NODE_NAMESPACES.map((kind) => readlinkSync(`/proc/${entry}/ns/${kind}`)).filter((n) =>
+        namespaces.has(n),
+      );
+      if (matched.length === 0) continue;
+      const ns = matched.join(', ');
+      // The fields after the command (in parentheses, which may hold spaces): starttime is field 22.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+      if (bootMs + (startTicks / ticks) * 1000 > before) continue;
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      found.push({ pid: Number(entry), ns, command });
+    } catch {
+      // Gone meanwhile, or a kernel thread: not a leftover.
+    }
+  }
+  return found;
 }
 
 function writeState(state: NodeClusterState): void {

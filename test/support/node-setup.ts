@@ -34,8 +34,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('nodeCluster', state);
   const teardown = async () => {
     if (!started || process.env.AGENTCARD_KEEP_CLUSTER) return;
+    const downAt = Date.now();
     await nodeDown(log);
-    const left = nodeLeftovers(state);
+    const left = nodeLeftovers(state, downAt);
     if (left.length > 0) throw new Error(`the node cluster left behind: ${left.join('; ')}`);
   };
   try {

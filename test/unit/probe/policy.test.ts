@@ -1,6 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { PROBE_LOOPBACK_ADVICE } from '../../../operator/controller/probes.ts';
 import { cidrContains, embeddedIpv4, formatIp, parseCidr, parseIp } from '../../../operator/probe/ip.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
+import { SOURCE_LOOPBACK_ADVICE } from '../../../operator/source/wiring.ts';
+import { repoRoot } from '../../support/paths.ts';
 
 describe('ip parsing', () => {
   it('parses IPv4, IPv6 (compressed, full, embedded dotted quad, bracketed, zoned)', () => {
@@ -150,5 +155,65 @@ describe('address policy', () => {
     expect(() => createAddressPolicy({ allowCidrs: ['10.0.0.0/99'] })).toThrow(
       /'10.0.0.0\/99' is not a CIDR/,
     );
+  });
+});
+
+describe("the operator's message for a refused address", () => {
+  const allowSetting = 'Helm value probes.allowCidrs, flag --probe-allow-cidr';
+  const probes = createAddressPolicy({ allowSetting, loopbackAdvice: PROBE_LOOPBACK_ADVICE });
+  const sources = createAddressPolicy({ allowSetting, loopbackAdvice: SOURCE_LOOPBACK_ADVICE });
+
+  it('says a loopback URL is the agent’s own and must be replaced, without suggesting allowCidrs', () => {
+    for (const [ip, range] of [
+      ['127.0.0.1', '127.0.0.0/8'],
+      ['127.1.2.3', '127.0.0.0/8'],
+      ['::1', '::1/128'],
+    ] as const) {
+      const v = probes.check(ip);
+      expect(v, ip).toMatchObject({ allowed: false, category: 'loopback', namespaceLiftable: false });
+      expect(v.allowed === false && v.message, ip).toBe(
+        `${ip} is loopback (${range}), refused: ${PROBE_LOOPBACK_ADVICE}`,
+      );
+      expect(v.allowed === false && v.message, ip).not.toMatch(/allowCidrs|allow-cidr|allowed CIDR/);
+    }
+    // An IPv4-mapped loopback address is judged by its IPv4 address, with the same advice.
+    const mapped = probes.check('::ffff:127.0.0.1');
+    expect(mapped.allowed === false && mapped.message).toBe(
+      `::ffff:127.0.0.1 (127.0.0.1) is loopback (127.0.0.0/8), refused: ${PROBE_LOOPBACK_ADVICE}`,
+    );
+    expect(PROBE_LOOPBACK_ADVICE).toContain('spec.card.supportedInterfaces');
+    expect(PROBE_LOOPBACK_ADVICE).toContain('overlay');
+    const source = sources.check('127.0.0.1');
+    expect(source.allowed === false && source.message).toBe(
+      `127.0.0.1 is loopback (127.0.0.0/8), refused: ${SOURCE_LOOPBACK_ADVICE}`,
+    );
+    expect(SOURCE_LOOPBACK_ADVICE).toContain('spec.source.service');
+  });
+
+  it('names probes.allowCidrs for a private address, which allowing its range does fix', () => {
+    const v = probes.check('10.244.0.5');
+    expect(v.allowed === false && v.message).toBe(
+      `10.244.0.5 is private (10.0.0.0/8), refused unless an allowed CIDR covers it (${allowSetting})`,
+    );
+    const allowed = createAddressPolicy({
+      allowCidrs: ['10.244.0.0/16'],
+      allowSetting,
+      loopbackAdvice: PROBE_LOOPBACK_ADVICE,
+    });
+    expect(allowed.check('10.244.0.5')).toEqual({ allowed: true });
+  });
+
+  it('still names the allow setting for loopback where none is given (the CLI, on the agent’s machine)', () => {
+    const cli = createAddressPolicy({ allowSetting: '--allow-cidr' });
+    const v = cli.check('127.0.0.1');
+    expect(v.allowed === false && v.message).toBe(
+      '127.0.0.1 is loopback (127.0.0.0/8), refused unless an allowed CIDR covers it (--allow-cidr)',
+    );
+  });
+
+  it('is the message docs/troubleshooting.md quotes', () => {
+    const doc = readFileSync(join(repoRoot, 'docs/troubleshooting.md'), 'utf8').replace(/\s+/g, ' ');
+    const v = probes.check('127.0.0.1');
+    expect(doc).toContain(`refused by the address policy: ${v.allowed === false ? v.message : ''}`);
   });
 });
