@@ -48,7 +48,7 @@ import { publishResult } from '../runtime/outcome.ts';
 import { PodIndex } from './pod-index.ts';
 import type { ProbeHooks } from './probes.ts';
 import { readReferencedSecrets } from './read-secrets.ts';
-import { referencedSecretNames, SecretIndex, SecretVersions } from './secret-index.ts';
+import { referencedSecretNames, SecretIndex } from './secret-index.ts';
 import { summarizeServing } from './serving.ts';
 import { cardStartupView } from './startup-priority.ts';
 import { DATA_KEYS } from './configmap.ts';
@@ -104,7 +104,6 @@ export class Controller {
   /** Per watched namespace ('' = all namespaces). */
   private readonly informers = new Map<string, Informers>();
   private readonly secretIndex = new SecretIndex();
-  private readonly secretVersions = new SecretVersions();
   /**
    * A digest of the controller-owned status each card should have (what the last reconcile
    * planned), so that a status someone else edits is noticed and corrected at once, not at the
@@ -176,14 +175,14 @@ export class Controller {
     configMaps.on('update', (obj) => this.onConfigMap(obj, false));
     configMaps.on('delete', (obj) => this.onConfigMap(obj, true));
     for (const informer of secrets) {
-      informer.on('add', (obj) => this.onSecret('data', obj, false));
-      informer.on('update', (obj) => this.onSecret('data', obj, false));
-      informer.on('delete', (obj) => this.onSecret('data', obj, true));
+      informer.on('add', (obj) => this.onSecret(obj));
+      informer.on('update', (obj) => this.onSecret(obj));
+      informer.on('delete', (obj) => this.onSecret(obj));
     }
     for (const informer of secretMetadata) {
-      informer.on('add', (obj) => this.onSecret('metadata', obj, false));
-      informer.on('update', (obj) => this.onSecret('metadata', obj, false));
-      informer.on('delete', (obj) => this.onSecret('metadata', obj, true));
+      informer.on('add', (obj) => this.onSecret(obj));
+      informer.on('update', (obj) => this.onSecret(obj));
+      informer.on('delete', (obj) => this.onSecret(obj));
     }
     pods.on('add', (obj) => this.onPod(obj, false));
     pods.on('update', (obj) => this.onPod(obj, false));
@@ -349,11 +348,13 @@ export class Controller {
 
   /**
    * A Secret appeared, changed or went (from the labelled-Secret cache or the metadata watch of
-   * all Secrets; each re-queues once per version it reports, see SecretVersions).
+   * all Secrets). Each cache reports a version once: a relist reports only what changed against
+   * its cache (kube/informer.ts), so no record of versions is kept here. Both caches re-queue:
+   * the metadata watch usually reports a new version first, and a card reconciled in between
+   * still reads the old key from the labelled cache; that cache's own event re-queues it.
    */
-  private onSecret(source: 'data' | 'metadata', obj: V1Secret | KubernetesObject, deleted: boolean): void {
+  private onSecret(obj: V1Secret | KubernetesObject): void {
     const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
-    if (!this.secretVersions.changed(source, key, obj.metadata?.resourceVersion ?? '', deleted)) return;
     // A Secret many cards share (a signing key) re-signs them in the background.
     const cards = this.secretIndex.cardsFor(key);
     for (const card of cards) this.enqueue(card, cards.length > 1 ? 'low' : 'high');

@@ -77,28 +77,3 @@ export function referencedSecretNames(spec: unknown, cardName?: string): string[
   add(s?.probe?.credentials);
   return [...names];
 }
-
-/**
- * Tells a Secret event that may change a card from one that replays a version already acted on
- * (a relist reports every object again). Each cache the events come from keeps its own record:
- * the metadata-only watch of every Secret and the watch of labelled Secrets (with their data) see
- * the same resourceVersion at different moments. A shared record would let the metadata event
- * (usually first) swallow the data event of the same version, and a card reconciled in between
- * would keep the old key, signed with it, until the next resync.
- */
-export class SecretVersions {
-  private readonly seen = new Map<string, Map<string, string>>();
-
-  /** Whether this event from `source` is news (and remembers it). */
-  changed(source: string, secretKey: string, resourceVersion: string, deleted: boolean): boolean {
-    let versions = this.seen.get(source);
-    if (!versions) this.seen.set(source, (versions = new Map()));
-    if (deleted) {
-      versions.delete(secretKey);
-      return true;
-    }
-    if (versions.get(secretKey) === resourceVersion) return false;
-    versions.set(secretKey, resourceVersion);
-    return true;
-  }
-}

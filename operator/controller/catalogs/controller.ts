@@ -47,7 +47,7 @@ import type { Informers } from '../informers.ts';
 import { objectKey } from '../keys.ts';
 import type { AgentCardObject } from '../plan.ts';
 import { readReferencedSecrets } from '../read-secrets.ts';
-import { referencedSecretNames, SecretVersions } from '../secret-index.ts';
+import { referencedSecretNames } from '../secret-index.ts';
 import type { QueueGate, QueueObserver, WorkQueue } from '../workqueue.ts';
 import { Writer } from '../../runtime/writes.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
@@ -110,7 +110,6 @@ export class CatalogController {
   private readonly cardPrints = new Map<string, string>();
   /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
   private readonly writer: Writer<CatalogObject & KubernetesObject>;
-  private readonly secretVersions = new SecretVersions();
   private started = false;
   /** Aborts the reconciles in flight when the loop is cancelled. */
   private readonly work = new WorkSignal();
@@ -195,14 +194,14 @@ export class CatalogController {
       // Labelled Secrets (data cached) and every Secret's metadata: a signing key created, rotated
       // or deleted, labelled or not, rebuilds the catalogs that use it (once per version).
       for (const secrets of scope.secrets) {
-        secrets.on('add', (s) => this.onSecret('data', s, false));
-        secrets.on('update', (s) => this.onSecret('data', s, false));
-        secrets.on('delete', (s) => this.onSecret('data', s, true));
+        secrets.on('add', (s) => this.onSecret(s));
+        secrets.on('update', (s) => this.onSecret(s));
+        secrets.on('delete', (s) => this.onSecret(s));
       }
       for (const metadata of scope.secretMetadata) {
-        metadata.on('add', (s) => this.onSecret('metadata', s, false));
-        metadata.on('update', (s) => this.onSecret('metadata', s, false));
-        metadata.on('delete', (s) => this.onSecret('metadata', s, true));
+        metadata.on('add', (s) => this.onSecret(s));
+        metadata.on('update', (s) => this.onSecret(s));
+        metadata.on('delete', (s) => this.onSecret(s));
       }
     }
   }
@@ -429,11 +428,9 @@ export class CatalogController {
         );
   }
 
-  private onSecret(source: 'data' | 'metadata', secret: V1Secret | KubernetesObject, deleted: boolean): void {
+  private onSecret(secret: V1Secret | KubernetesObject): void {
     const namespace = secret.metadata?.namespace ?? '';
     const name = secret.metadata?.name ?? '';
-    const version = secret.metadata?.resourceVersion ?? '';
-    if (!this.secretVersions.changed(source, objectKey(namespace, name), version, deleted)) return;
     const uses = (c: CatalogObject) => referencedSecretNames(c.spec).includes(name);
     const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
     for (const c of scope?.list(namespace) ?? [])

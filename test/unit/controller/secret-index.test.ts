@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  SecretIndex,
-  SecretVersions,
-  referencedSecretNames,
-} from '../../../operator/controller/secret-index.ts';
+import { SecretIndex, referencedSecretNames } from '../../../operator/controller/secret-index.ts';
 
 describe('SecretIndex', () => {
   it('maps Secrets to the cards that reference them and follows spec changes', () => {
@@ -40,28 +36,5 @@ describe('referencedSecretNames', () => {
         probe: { credentials: [null, { secretRef: { name: 3 } }] },
       }),
     ).toEqual([]);
-  });
-});
-
-describe('SecretVersions', () => {
-  // The key rotation that the fault suite caught: the metadata-only watch reports the new version
-  // first, a card is reconciled while the labelled cache still holds the old key, and the labelled
-  // cache's event of the same version must still re-queue it.
-  it('lets each cache report a new version once, whichever reports it first', () => {
-    const versions = new SecretVersions();
-    expect(versions.changed('metadata', 'ns/key', '7', false)).toBe(true);
-    expect(versions.changed('data', 'ns/key', '7', false)).toBe(true);
-    // A relist replaying what each cache already reported is not news.
-    expect(versions.changed('metadata', 'ns/key', '7', false)).toBe(false);
-    expect(versions.changed('data', 'ns/key', '7', false)).toBe(false);
-    expect(versions.changed('data', 'ns/key', '8', false)).toBe(true);
-    expect(versions.changed('data', 'ns/other', '8', false)).toBe(true);
-  });
-
-  it('treats a deletion as news and forgets the version, so a re-created Secret counts', () => {
-    const versions = new SecretVersions();
-    versions.changed('data', 'ns/key', '7', false);
-    expect(versions.changed('data', 'ns/key', '7', true)).toBe(true);
-    expect(versions.changed('data', 'ns/key', '7', false)).toBe(true);
   });
 });
