@@ -8,8 +8,7 @@ import { DATA_KEYS } from './configmap.ts';
 import type { CachedConfigMap } from './configmap-cache.ts';
 import type { AgentCardObject } from './plan.ts';
 import { ownedStatus } from './status.ts';
-import type { Priority } from './workqueue.ts';
-import { startupPriority as rule, type StartupView } from '../runtime/startup.ts';
+import type { StartupView } from '../runtime/startup.ts';
 
 /** `configMap`: the card's ConfigMap from the cache (the signed card is cached verbatim). */
 export function cardStartupView(card: AgentCardObject, configMap: CachedConfigMap | undefined): StartupView {
@@ -21,8 +20,4 @@ export function cardStartupView(card: AgentCardObject, configMap: CachedConfigMa
     publishedDigest: status.card?.digest,
     served: configMap?.data?.[DATA_KEYS.card],
   };
-}
-
-export function startupPriority(card: AgentCardObject, configMap: CachedConfigMap | undefined): Priority {
-  return rule(cardStartupView(card, configMap));
 }

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { DATA_KEYS, digestOf } from '../../../operator/controller/configmap.ts';
 import type { CachedConfigMap } from '../../../operator/controller/configmap-cache.ts';
 import type { AgentCardObject } from '../../../operator/controller/plan.ts';
-import { startupPriority } from '../../../operator/controller/startup-priority.ts';
+import { cardStartupView } from '../../../operator/controller/startup-priority.ts';
+import { startupPriority as rule } from '../../../operator/runtime/startup.ts';
 
 const served = '{"name":"Recipe Agent"}';
 
@@ -18,6 +19,8 @@ const published = (observedGeneration: number, digest = digestOf(served)) => ({
   observedGeneration,
   card: { digest, bytes: served.length, version: '1.0.0', configMap: 'recipes-agent-card' },
 });
+
+const startupPriority = (c: AgentCardObject, cm: CachedConfigMap | undefined) => rule(cardStartupView(c, cm));
 
 function configMap(body = served): CachedConfigMap {
   return { metadata: { name: 'recipes-agent-card', namespace: 'shop' }, data: { [DATA_KEYS.card]: body } };
