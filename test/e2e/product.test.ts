@@ -177,6 +177,32 @@ async function clusterIP(name: string, namespace: string, port: number): Promise
   return waitForService(state, namespace, name, port);
 }
 
+/** The catalog server's port in the Pod: the chart's default `catalogServer.port`. */
+const CATALOG_SERVER_PORT = (
+  parse(readFileSync(join(repoRoot, 'helm', 'agentcard-operator', 'values.yaml'), 'utf8')) as {
+    catalogServer: { port: number };
+  }
+).catalogServer.port;
+
+/** The Pod IPs of the catalog server's Deployment. */
+async function catalogServerPods(): Promise<string[]> {
+  const out = await k(
+    '-n',
+    opNs,
+    'get',
+    'pods',
+    '-l',
+    'app.kubernetes.io/component=catalog-server',
+    '-o',
+    'json',
+  );
+  const pods = (
+    JSON.parse(out) as { items: { metadata: { deletionTimestamp?: string }; status: { podIP?: string } }[] }
+  ).items.filter((p) => !p.metadata.deletionTimestamp && p.status.podIP);
+  if (pods.length === 0) throw new Error('no catalog server Pod has an IP');
+  return pods.map((p) => p.status.podIP!);
+}
+
 async function leaseHolder(): Promise<string> {
   const out = await k(
     '-n',
@@ -394,7 +420,17 @@ describe('the product on a real node', () => {
     await waitFor('the ClusterAgentCatalog to be Ready', 120_000, async () =>
       isTrue(await conditions('clusteragentcatalog', CATALOG), 'Ready'),
     );
+    const ready = Date.now();
     await k('-n', opNs, 'rollout', 'status', `deployment/${FULLNAME}-catalog`, '--timeout=180s');
+    // Ready means published in the ConfigMap; each catalog server Pod answers 503 until the kubelet
+    // brings the new ConfigMap into its volume (its sync period, about a minute; docs/catalogs.md).
+    // Wait for every replica, so that the Service and `discover` below see the catalog on any of them.
+    const servers = await catalogServerPods();
+    await waitFor('every catalog server Pod to serve the published catalog', 180_000, async () => {
+      for (const ip of servers) await curl(`http://${ip}:${CATALOG_SERVER_PORT}/.well-known/ai-catalog.json`);
+      return true;
+    });
+    figure(`catalog Ready to served by every replica: ${((Date.now() - ready) / 1000).toFixed(1)} s`);
     const svc = await clusterIP(`${FULLNAME}-catalog`, opNs, 80);
     const catalog = JSON.parse(await curl(`http://${svc}/.well-known/ai-catalog.json`)) as {
       entries: { identifier: string; url?: string }[];
