@@ -127,6 +127,11 @@ export async function ensureNodeBinaries(log: (line: string) => void): Promise<s
   return bin;
 }
 
+/** Whether this exact build of the node is in the cache already. */
+export function nodeBinariesCached(): boolean {
+  return complete(join(nodeBuildDir().dir, 'bin'));
+}
+
 function complete(bin: string): boolean {
   return NODE_BINARIES.every((name) => existsSync(join(bin, name)));
 }
