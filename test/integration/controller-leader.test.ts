@@ -2,16 +2,17 @@
 // operator processes (bin/agentcard.js operator) with one leader and a failover.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { CoordinationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { dirname, join } from 'node:path';
+import { CoordinationV1Api, RbacAuthorizationV1Api, Watch, type V1Lease } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaderElector } from '../../operator/kube/leader.ts';
+import { DEFAULT_TIMING, LeaderElector } from '../../operator/kube/leader.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { kubeLeaseStore } from '../../operator/kube/lease.ts';
 import { createLogger } from '../../operator/log.ts';
 import {
   createTestNamespace,
   kubeConfig,
+  kubeconfigPath,
   saveKubeConfig,
   serviceAccountKubeConfig,
   type TestNamespace,
@@ -25,6 +26,7 @@ import {
   waitFor,
   type ChildOperator,
 } from '../support/operator.ts';
+import { ApiRelay } from '../support/api-relay.ts';
 import { kubeconfigThrough, startRelay, type Relay } from '../support/relay.ts';
 import { captureLogs } from '../support/logs.ts';
 
@@ -273,11 +275,17 @@ describe('a leader whose connection to the API server hangs', () => {
 
 describe('a leader whose controllers cannot start', () => {
   const procs: ChildOperator[] = [];
+  let relay: ApiRelay | undefined;
+  let leaseWatch: LeaseHistory | undefined;
+  const stopStandby = new AbortController();
   afterAll(async () => {
     for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    stopStandby.abort();
+    leaseWatch?.stop();
+    await relay?.close();
   });
 
-  it('releases the Lease and exits 1, saying once why (here: RBAC denies listing Pods)', async () => {
+  it('holds the Lease, releases it and exits 1, saying once why (here: RBAC denies listing Pods)', async () => {
     // A ServiceAccount that may do everything the operator does in the namespace except list Pods.
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createNamespacedRole({
@@ -300,8 +308,20 @@ describe('a leader whose controllers cannot start', () => {
         subjects: [{ kind: 'ServiceAccount', name: 'no-pods', namespace: ns.name }],
       },
     });
-    const kubeconfig = saveKubeConfig(await serviceAccountKubeConfig(ns.name, 'no-pods'));
+    // The caches' access check (a LIST of Pods, answered 403 at once) and the election (a GET
+    // and a create of the Lease) start together, so left alone the 403 usually ends the process
+    // before it ever holds the Lease, and there is nothing to release. The relay keeps that one
+    // LIST back until the operator holds the Lease; the API server still answers it, as this
+    // ServiceAccount.
+    relay = await ApiRelay.start(kc.getCurrentCluster()!.server, join(dirname(kubeconfigPath()), 'pki'));
+    const dir = mkdtempSync(join(tmpdir(), 'leader-startup-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    relay.writeKubeconfig(saveKubeConfig(await serviceAccountKubeConfig(ns.name, 'no-pods')), kubeconfig);
+    const podsList = relay.hold((r) => r.method === 'GET' && r.path === `/api/v1/namespaces/${ns.name}/pods`);
+
+    // Every state of the Lease from before the process starts: who held it, at which version.
     const id = 'startup-failure';
+    leaseWatch = await watchLease(ns.name, id);
     const op = spawnOperator(
       ns.name,
       [
@@ -316,8 +336,36 @@ describe('a leader whose controllers cannot start', () => {
       { kubeconfig, env: { POD_NAME: 'denied' } },
     );
     procs.push(op);
+    let exitedAt = 0;
+    const exited = op.exited.then((code) => {
+      exitedAt = Date.now();
+      return code;
+    });
+
+    // (1) It holds the Lease while its caches cannot start yet.
+    await podsList.first;
+    const held = await waitFor('the operator to hold the Lease', async () =>
+      leaseWatch!.states().find((s) => s.holder.startsWith('denied_')),
+    );
+    expect(op.child.exitCode).toBeNull();
+    expect(String((await op.waitForLog('became leader')).identity)).toBe(held.holder);
+    expect(held.leaseDurationSeconds).toBe(15); // the default: a standby would wait 15 s for expiry
+
+    // A second candidate sees the Lease held (its lease-duration clock starts now) and campaigns.
+    const standby = new LeaderElector(kubeLeaseStore(new KubeClient(kc), ns.name, id), 'standby', quiet, {
+      ...DEFAULT_TIMING,
+      retryPeriodMs: 300,
+    });
+    // Taken before its read: without a release it cannot lead before sawHeldAt + lease duration.
+    const sawHeldAt = Date.now();
+    expect(await standby.tryAcquireOrRenew()).toBe(false);
+    expect(standby.holder).toBe(held.holder);
+    const standbyLeads = standby.acquire(stopStandby.signal).then((ok) => ({ ok, at: Date.now() }));
+
+    // The API server now answers the LIST: 403. The operator exits 1 with the reason, once.
+    podsList.release();
     const code = await Promise.race([
-      op.exited,
+      exited,
       new Promise<'running'>((r) => setTimeout(() => r('running'), 30_000)),
     ]);
     expect(code).toBe(1);
@@ -327,9 +375,87 @@ describe('a leader whose controllers cannot start', () => {
     expect(reason.msg).toBe('the operator could not start; exiting');
     expect(reason.runnable).toBe('agentcard-caches');
     expect(reason.error).toMatch(/^cannot list pods in namespace .*: HTTP 403: pods is forbidden/);
-    // It never works without its caches and never keeps the Lease (released if it took it).
     expect(op.lines.some((l) => l.includes('"msg":"caches synced; reconciling"'))).toBe(false);
-    const lease = await leases.readNamespacedLease({ namespace: ns.name, name: id }).catch(() => undefined);
-    expect(lease?.spec?.holderIdentity ?? '').toBe('');
+
+    // (2) It released the Lease before it exited: the write client-go's release makes (holder
+    // emptied, lease duration 1 s, renew time now), so the standby took over at once rather than
+    // 15 s after it saw the Lease held.
+    const taken = await standbyLeads;
+    expect(taken.ok).toBe(true);
+    console.info(
+      `start failure: standby took the Lease ${taken.at - exitedAt} ms after the exit, ${taken.at - sawHeldAt} ms after it saw it held`,
+    );
+    expect(taken.at - sawHeldAt).toBeLessThan(15_000);
+    await waitFor('the Lease history to show the standby', async () =>
+      leaseWatch!.states().some((s) => s.holder === 'standby'),
+    );
+    const history = leaseWatch.states();
+    const seen = JSON.stringify(history);
+    // The operator created the Lease (it did not exist before), then every change in order: its
+    // renewals (if any), its release, the standby taking over.
+    expect(
+      history.map((s) => s.type),
+      seen,
+    ).toEqual(['ADDED', ...history.slice(1).map(() => 'MODIFIED')]);
+    expect(new Set(history.map((s) => s.resourceVersion)).size, seen).toBe(history.length);
+    const holders = history.map((s) => s.holder).filter((h, i, all) => i === 0 || h !== all[i - 1]);
+    expect(holders, seen).toEqual([held.holder, '', 'standby']);
+    const release = history.find((s) => s.holder === '')!;
+    expect(release.leaseDurationSeconds).toBe(1);
+    expect(release.renewTime).not.toBe(history.findLast((s) => s.holder === held.holder)!.renewTime);
+    expect(Date.parse(release.renewTime)).toBeLessThanOrEqual(exitedAt);
+    expect(op.lines.some((l) => l.includes('"msg":"released the leader lease"'))).toBe(true);
   });
 });
+
+interface LeaseState {
+  type: string;
+  resourceVersion: string;
+  holder: string;
+  leaseDurationSeconds: number | undefined;
+  renewTime: string;
+}
+
+interface LeaseHistory {
+  /** Every state seen so far, in order; throws if the watch ended early. */
+  states(): LeaseState[];
+  stop(): void;
+}
+
+/** Watches one Lease (from before it exists) and records each of its states. */
+async function watchLease(namespace: string, name: string): Promise<LeaseHistory> {
+  const fieldSelector = `metadata.name=${name}`;
+  const list = await leases.listNamespacedLease({ namespace, fieldSelector });
+  const seen: LeaseState[] = [];
+  let ended: string | undefined;
+  let stopping = false;
+  const watch = new Watch(kc);
+  const controller = await watch.watch(
+    `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+    { resourceVersion: list.metadata?.resourceVersion, fieldSelector, allowWatchBookmarks: false },
+    (type: string, lease: V1Lease) => {
+      // MicroTime arrives as text; the client types it as a Date.
+      const renewTime = lease.spec?.renewTime as unknown;
+      seen.push({
+        type,
+        resourceVersion: lease.metadata?.resourceVersion ?? '',
+        holder: lease.spec?.holderIdentity ?? '',
+        leaseDurationSeconds: lease.spec?.leaseDurationSeconds,
+        renewTime: renewTime instanceof Date ? renewTime.toISOString() : String(renewTime ?? ''),
+      });
+    },
+    (err: unknown) => {
+      if (!stopping) ended = err instanceof Error ? err.message : 'the watch ended';
+    },
+  );
+  return {
+    states: () => {
+      if (ended) throw new Error(`the watch on Lease ${name} ended early (${ended})`);
+      return [...seen];
+    },
+    stop: () => {
+      stopping = true;
+      controller.abort();
+    },
+  };
+}

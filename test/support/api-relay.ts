@@ -7,7 +7,13 @@
  *
  * It serves the control plane's own serving certificate (valid for 127.0.0.1) and forwards with
  * the admin client certificate, so a kubeconfig that points at it differs from the admin one by
- * the server URL only.
+ * the server URL only. A request that carries its own credentials (a ServiceAccount token's
+ * Authorization header) is forwarded without that certificate, so the API server authenticates
+ * and authorizes it as that ServiceAccount.
+ *
+ * `hold` delays chosen requests (not answered, not forwarded) until the test lets them through to
+ * the API server: a test orders what a client does concurrently (here: which of two requests the
+ * API server answers first) while every answer still comes from the API server.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:https';
@@ -39,6 +45,16 @@ export interface RelayRequest {
   gone?: boolean;
 }
 
+/** Requests `ApiRelay.hold` keeps back, until `release`. */
+export interface HeldRequests {
+  /** Resolves with the first request held (the client has sent it and waits for the answer). */
+  readonly first: Promise<RelayRequest>;
+  /** How many are held now. */
+  readonly count: number;
+  /** Forwards the held requests, and every later one it would have held, to the API server. */
+  release(): void;
+}
+
 export class ApiRelay {
   readonly port: number;
   /** Every request seen, in order (method, path without query, what the relay did). */
@@ -53,6 +69,11 @@ export class ApiRelay {
   private readonly streams = new Map<IncomingMessage, ServerResponse>();
   /** Streams stalled by 'hang': nothing more reaches the client, the connection stays open. */
   private readonly stalled = new Map<IncomingMessage, ServerResponse>();
+  /** Active holds: which requests each keeps back, and where it puts them. */
+  private readonly holds = new Set<{
+    match: (r: RelayRequest) => boolean;
+    keep: (forward: () => void, record: RelayRequest) => void;
+  }>();
 
   private constructor(server: Server, upstream: string, pkiDir: string) {
     this.server = server;
@@ -123,6 +144,34 @@ export class ApiRelay {
     return n / ((to - from) / 1000);
   }
 
+  /**
+   * Keeps back every request `match` selects (method, path without query) from now on: the relay
+   * reads it and neither answers nor forwards it until `release()`, which forwards them all.
+   */
+  hold(match: (r: RelayRequest) => boolean): HeldRequests {
+    const waiting: Array<() => void> = [];
+    let firstHeld: (r: RelayRequest) => void = () => {};
+    const first = new Promise<RelayRequest>((resolve) => (firstHeld = resolve));
+    const hold = {
+      match,
+      keep: (forward: () => void, record: RelayRequest) => {
+        waiting.push(forward);
+        firstHeld(record);
+      },
+    };
+    this.holds.add(hold);
+    return {
+      first,
+      get count() {
+        return waiting.length;
+      },
+      release: () => {
+        this.holds.delete(hold);
+        for (const forward of waiting.splice(0)) forward();
+      },
+    };
+  }
+
   /** Writes a copy of `kubeconfig` whose cluster server is this relay. */
   writeKubeconfig(kubeconfig: string, file: string): void {
     const doc = parse(readFileSync(kubeconfig, 'utf8')) as {
@@ -174,7 +223,17 @@ export class ApiRelay {
       );
       return;
     }
+    const hold = mode.kind === 'pass' ? [...this.holds].find((h) => h.match(record)) : undefined;
+    if (hold) hold.keep(() => this.forward(req, res, record), record);
+    else this.forward(req, res, record);
+  }
+
+  private forward(req: IncomingMessage, res: ServerResponse, record: RelayRequest): void {
+    if (res.destroyed) return; // the client gave up while the request was held
     const headers = { ...req.headers, host: this.upstream.host };
+    // A request with its own credentials is forwarded as it came, without the admin certificate
+    // (the API server would authenticate the certificate first and never see the token).
+    const tls = req.headers.authorization ? { ca: this.tls.ca } : this.tls;
     const upstream = request(
       {
         host: this.upstream.hostname,
@@ -182,7 +241,7 @@ export class ApiRelay {
         method: req.method,
         path: req.url,
         headers,
-        ...this.tls,
+        ...tls,
       },
       (answer) => {
         record.upstreamStatus = answer.statusCode;
