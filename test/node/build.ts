@@ -1,9 +1,10 @@
 // Builds the programs of the test node from the Go module proxy into the machine cache, as
 // test/controlplane/build.ts does for the control plane: the kubelet, kube-proxy and
-// kube-scheduler of the same Kubernetes release (this folder's go.mod), and containerd, the CNI
-// plugins and CoreDNS at pinned releases, each with its own upstream go.mod and go.sum
-// (`go install module@version` builds exactly what the project released; the checksum database
-// verifies every module). runc is Debian's (see system-packages.ts).
+// kube-scheduler of the same Kubernetes release (this folder's go.mod), containerd and the CNI
+// plugins at pinned releases, each with its own upstream go.mod and go.sum (`go install
+// module@version` builds exactly what the project released; the checksum database verifies every
+// module), and CoreDNS v1.15.0 with only the plugins the node's Corefile uses (`coredns/`, its own
+// small module). runc is Debian's (see system-packages.ts).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -47,8 +48,15 @@ export const UPSTREAM: ReadonlyArray<{ packages: string[]; version: string; tags
     ],
     version: 'v1.10.0',
   },
-  { packages: ['github.com/coredns/coredns'], version: 'v1.15.0' },
 ];
+
+/**
+ * CoreDNS with only the plugins of the node's Corefile (see coredns/main.go): the release's every
+ * plugin (cloud DNS SDKs, etcd, tracing...) was the largest part of a cold node build. Its own
+ * module, since CoreDNS pins other client-go and gRPC versions than this folder's Kubernetes.
+ */
+export const coreDnsModuleDir = join(nodeModuleDir, 'coredns');
+const COREDNS_SOURCES = ['go.mod', 'go.sum', 'main.go'];
 
 export const NODE_BINARIES = [
   'node-pki',
@@ -71,6 +79,7 @@ function moduleInputs(): { name: string; content: Buffer }[] {
   for (const entry of readdirSync(join(nodeModuleDir, 'cmd'), { recursive: true, withFileTypes: true })) {
     if (entry.isFile()) files.push(relative(nodeModuleDir, join(entry.parentPath, entry.name)));
   }
+  files.push(...COREDNS_SOURCES.map((f) => relative(nodeModuleDir, join(coreDnsModuleDir, f))));
   return files.map((name) => ({ name, content: readFileSync(join(nodeModuleDir, name)) }));
 }
 
@@ -110,9 +119,13 @@ export async function ensureNodeBinaries(log: (line: string) => void): Promise<s
         const args = ['install', '-ldflags', '-s -w'];
         if (u.tags) args.push('-tags', u.tags);
         args.push(...u.packages.map((p) => `${p}@${u.version}`));
-        // Static: CoreDNS runs inside a container whose image holds nothing else.
         await run('go', args, nodeModuleDir, { GOFLAGS: '-buildvcs=false', GOBIN: tmp, CGO_ENABLED: '0' });
       }
+      // Static: CoreDNS runs inside a container whose image holds nothing else.
+      await run('go', ['build', '-ldflags', '-s -w', '-o', join(tmp, 'coredns'), '.'], coreDnsModuleDir, {
+        GOFLAGS: '-mod=readonly -buildvcs=false',
+        CGO_ENABLED: '0',
+      });
       rmSync(bin, { recursive: true, force: true });
       renameSync(tmp, bin);
       const seconds = Math.round((Date.now() - started) / 1000);
