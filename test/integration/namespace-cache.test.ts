@@ -7,6 +7,10 @@
 //
 // Its own operator rather than the shared set-up (useOperatorInNamespace): it watches two
 // namespaces (the team's and the one it publishes the cluster catalog in) through the relay.
+//
+// And on a private control plane without the catalog CRDs (cluster catalogs asked for, so off
+// with a warning): the Namespaces are watched only when the adoption policy still needs them, and
+// the cache nobody needs holds readiness back for nothing.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,6 +18,7 @@ import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiRelay, type RelayRequest } from '../support/api-relay.ts';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
+import { startFaultCluster, type FaultCluster } from '../support/faults.ts';
 import {
   Api,
   installCatalogCrds,
@@ -37,8 +42,8 @@ let op: InProcessOperator;
 const catalogName = () => `ns-cache-${team.name}`;
 
 /** The operator's requests on the Namespace collection: its watches, and its lists. */
-const namespaceRequests = (watch: boolean) =>
-  relay.requests.filter(
+const namespaceRequests = (watch: boolean, through = relay) =>
+  through.requests.filter(
     (r: RelayRequest) =>
       r.method === 'GET' &&
       r.path === '/api/v1/namespaces' &&
@@ -187,4 +192,65 @@ describe('the shared Namespace cache', () => {
       .filter((l) => l.msg === 'informer synced' && l.informer?.startsWith('namespaces'));
     expect(synced.map((l) => l.informer)).toEqual(['namespaces']);
   });
+});
+
+describe('the shared Namespace cache without the ClusterAgentCatalog CRD', () => {
+  let cluster: FaultCluster | undefined;
+  afterAll(async () => {
+    await cluster?.instance.destroy();
+  });
+
+  /** An operator through a fresh relay to the private control plane, once ready. */
+  async function readyOperator(name: string, extra: string[]) {
+    cluster ??= await startFaultCluster();
+    await cluster.api.core.createNamespace({ body: { metadata: { name } } });
+    const through = await ApiRelay.start(cluster.instance.server, cluster.instance.pkiDir);
+    const kubeconfig = join(cluster.instance.dir, `${name}.kubeconfig`);
+    through.writeKubeconfig(cluster.instance.kubeconfig, kubeconfig);
+    const operator = await startOperator(name, ['--cluster-catalogs', ...extra], { kubeconfig });
+    try {
+      await waitFor(
+        '/readyz',
+        async () => (await fetch(`http://127.0.0.1:${operator.metricsPort()}/readyz`)).ok,
+        60_000,
+      );
+    } catch (err) {
+      await operator.stop();
+      await through.close();
+      throw err;
+    }
+    return { operator, through };
+  }
+
+  it('with no other user, never lists nor watches Namespaces, and is ready', async () => {
+    const { operator, through } = await readyOperator('ns-cache-alone', []);
+    try {
+      expect(operator.logs.some((l) => l.includes('the ClusterAgentCatalog CRD is not installed'))).toBe(
+        true,
+      );
+      expect(operator.logs.some((l) => l.includes('no controller needs the Namespaces'))).toBe(true);
+      expect(namespaceRequests(true, through)).toHaveLength(0);
+      expect(namespaceRequests(false, through)).toHaveLength(0);
+    } finally {
+      await operator.stop();
+      await through.close();
+    }
+  }, 120_000);
+
+  it('with a namespace label adoption policy, watches them once for it', async () => {
+    const { operator, through } = await readyOperator('ns-cache-adopt', [
+      '--adopt-namespace-label',
+      `${LABEL}=yes`,
+    ]);
+    try {
+      expect(operator.logs.some((l) => l.includes('the ClusterAgentCatalog CRD is not installed'))).toBe(
+        true,
+      );
+      expect(namespaceRequests(true, through)).toHaveLength(1);
+      expect(namespaceRequests(false, through).filter((r) => r.query.get('limit') === '1')).toHaveLength(1);
+    } finally {
+      await operator.stop();
+      await through.close();
+    }
+  }, 120_000);
 });
