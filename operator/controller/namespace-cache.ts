@@ -29,6 +29,20 @@ export interface NamespaceCacheOptions {
   clock?: Clock;
 }
 
+/**
+ * Keeps a Namespace's name, labels and version (in place): only the labels are read (selectors).
+ * The metadata is replaced, not pruned with delete (V8's dictionary objects are larger).
+ */
+export function trimNamespace(ns: V1Namespace): void {
+  ns.metadata = {
+    name: ns.metadata?.name,
+    labels: ns.metadata?.labels,
+    resourceVersion: ns.metadata?.resourceVersion,
+  };
+  delete ns.spec;
+  delete ns.status;
+}
+
 export class NamespaceCache {
   readonly informer: ResilientInformer<V1Namespace>;
   private readonly opts: NamespaceCacheOptions;
@@ -45,16 +59,7 @@ export class NamespaceCache {
       path: NAMESPACES_PATH,
       log: opts.log,
       ...(opts.clock ? { clock: opts.clock } : {}),
-      // Only the labels are read (selectors); the rest of a Namespace is not kept.
-      trim: (ns) => {
-        ns.metadata = {
-          name: ns.metadata?.name,
-          labels: ns.metadata?.labels,
-          resourceVersion: ns.metadata?.resourceVersion,
-        };
-        delete ns.spec;
-        delete ns.status;
-      },
+      trim: trimNamespace,
     });
     // Once here for every user: the watch resumes at once instead of up to 30 s later.
     opts.gate?.onRecover(() => this.informer.retryNow());
