@@ -87,7 +87,9 @@ export class NamespaceCache {
       mode: 'always',
       start: async (signal) => {
         const aborted = new Promise<undefined>((resolve) =>
-          signal.aborted ? resolve(undefined) : signal.addEventListener('abort', () => resolve(undefined)),
+          signal.aborted
+            ? resolve(undefined)
+            : signal.addEventListener('abort', () => resolve(undefined), { once: true }),
         );
         const needed = await Promise.race([Promise.all(this.needs).then((n) => n.some(Boolean)), aborted]);
         if (needed === undefined || signal.aborted) return;
