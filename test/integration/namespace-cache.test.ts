@@ -8,6 +8,9 @@
 // Its own operator rather than the shared set-up (useOperatorInNamespace): it watches two
 // namespaces (the team's and the one it publishes the cluster catalog in) through the relay.
 //
+// A standby (leader election, the Lease held by another replica) keeps the same one watch warm
+// and writes nothing.
+//
 // And on a private control plane without the catalog CRDs (cluster catalogs asked for, so off
 // with a warning): the Namespaces are watched only when the adoption policy still needs them, and
 // the cache nobody needs holds readiness back for nothing.
@@ -17,6 +20,7 @@ import { dirname, join } from 'node:path';
 import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiRelay, type RelayRequest } from '../support/api-relay.ts';
+import { applyYaml } from '../support/apply.ts';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
 import { startFaultCluster, type FaultCluster } from '../support/faults.ts';
 import {
@@ -24,8 +28,10 @@ import {
   installCatalogCrds,
   privateJwk,
   sampleCard,
+  spawnOperator,
   startOperator,
   waitFor,
+  type ChildOperator,
   type InProcessOperator,
 } from '../support/operator.ts';
 
@@ -192,6 +198,72 @@ describe('the shared Namespace cache', () => {
       .filter((l) => l.msg === 'informer synced' && l.informer?.startsWith('namespaces'));
     expect(synced.map((l) => l.informer)).toEqual(['namespaces']);
   });
+});
+
+describe('the shared Namespace cache on a standby', () => {
+  let standby: ChildOperator | undefined;
+  let through: ApiRelay | undefined;
+  afterAll(async () => {
+    if (standby && standby.child.exitCode === null) {
+      standby.child.kill('SIGTERM');
+      await standby.exited;
+    }
+    await through?.close();
+  });
+
+  it('watches Namespaces once while another replica leads, and writes nothing', async () => {
+    // The Lease is held by a replica that is not there: this operator stays a standby.
+    const now = new Date().toISOString().replace(/Z$/, '000Z'); // a MicroTime
+    await applyYaml(
+      JSON.stringify({
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'ns-cache-standby', namespace: pub.name },
+        spec: { holderIdentity: 'the-leader', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
+      }),
+      { kc },
+    );
+    through = await ApiRelay.start(kc.getCurrentCluster()!.server, join(dirname(kubeconfigPath()), 'pki'));
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'ns-cache-standby-')), 'kubeconfig');
+    through.writeKubeconfig(kubeconfigPath(), kubeconfig);
+    standby = spawnOperator(
+      pub.name,
+      [
+        '--namespace',
+        team.name,
+        '--cluster-catalogs',
+        '--operator-namespace',
+        pub.name,
+        '--adopt-namespace-label',
+        `${LABEL}=${team.name}`,
+        '--leader-elect',
+        '--leader-election-namespace',
+        pub.name,
+        '--leader-election-id',
+        'ns-cache-standby',
+        '--no-probes',
+      ],
+      { kubeconfig },
+    );
+    const port = await standby.metricsPort();
+    await standby.waitForLog('informer synced', 60_000);
+    await waitFor(
+      'the Namespace informer synced on the standby',
+      async () => standby!.lines.some((l) => l.includes('"informer":"namespaces"')),
+      60_000,
+    );
+    await waitFor('/readyz', async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 30_000);
+    // Its other caches synced too, so nothing more will be listed or watched at start.
+    await waitFor(
+      'every cache of the standby synced',
+      async () => standby!.lines.some((l) => l.includes('"informer":"clusteragentcatalogs"')),
+      30_000,
+    );
+    expect(namespaceRequests(true, through)).toHaveLength(1);
+    expect(namespaceRequests(false, through).filter((r) => r.query.get('limit') === '1')).toHaveLength(1);
+    expect(standby.lines.some((l) => l.includes('"msg":"became leader"'))).toBe(false);
+    expect(through.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+  }, 120_000);
 });
 
 describe('the shared Namespace cache without the ClusterAgentCatalog CRD', () => {
