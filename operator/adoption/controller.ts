@@ -16,6 +16,7 @@ import { isNotFound } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import type { Logger } from '../log.ts';
 import type { Informers } from '../controller/informers.ts';
+import type { NamespaceCache } from '../controller/namespace-cache.ts';
 import type { HandlerResult, QueueGate, QueueObserver, WorkQueue } from '../controller/workqueue.ts';
 import { checkListAccess, waitForCaches, type ListSource } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
@@ -45,6 +46,11 @@ export interface AdoptionControllerOptions {
   /** The AgentCard controller's caches by watched namespace ('' = all). */
   caches: ReadonlyMap<string, Informers>;
   policy: AdoptionPolicy;
+  /**
+   * The operator's shared Namespace cache (controller/namespace-cache.ts), read for the policy's
+   * namespace label; required when the policy has one.
+   */
+  namespaces?: NamespaceCache;
   resyncMs: number;
   gate?: QueueGate;
   observer?: QueueObserver;
@@ -59,7 +65,9 @@ export class AdoptionController {
   private readonly log: Logger;
   /** kind → scope → informer of the labelled workloads. */
   private readonly workloads = new Map<WorkloadKind, Map<string, ResilientInformer<WorkloadObject>>>();
-  private namespaces?: ResilientInformer<V1Namespace>;
+  /** The shared Namespace cache's informer: handlers here, started there. */
+  private readonly namespaces?: ResilientInformer<V1Namespace>;
+  private readonly needNamespaces: (needed: boolean) => void = () => {};
   private readonly work = new WorkSignal();
 
   constructor(opts: AdoptionControllerOptions) {
@@ -112,21 +120,9 @@ export class AdoptionController {
       this.workloads.set(kind, byScope);
     }
     if (opts.policy.namespaceLabel) {
-      this.namespaces = new ResilientInformer<V1Namespace>({
-        name: 'namespaces/adoption',
-        client: opts.client,
-        path: '/api/v1/namespaces',
-        log: opts.log,
-        trim: (ns) => {
-          ns.metadata = {
-            name: ns.metadata?.name,
-            labels: ns.metadata?.labels,
-            resourceVersion: ns.metadata?.resourceVersion,
-          };
-          delete ns.spec;
-          delete ns.status;
-        },
-      });
+      if (!opts.namespaces) throw new Error('a namespace label policy needs the shared Namespace cache');
+      this.namespaces = opts.namespaces.informer;
+      this.needNamespaces = opts.namespaces.use();
       const touched = (ns: V1Namespace) => this.enqueueNamespace(ns.metadata?.name ?? '');
       this.namespaces.addEventHandler({ add: touched, update: (_o, n) => touched(n), delete: touched });
     }
@@ -150,7 +146,7 @@ export class AdoptionController {
     const all: Array<ResilientInformer<KubernetesObject>> = [];
     for (const byScope of this.workloads.values())
       all.push(...(byScope.values() as Iterable<ResilientInformer<KubernetesObject>>));
-    if (this.namespaces) all.push(this.namespaces as unknown as ResilientInformer<KubernetesObject>);
+    // Not the Namespace informer: the shared cache starts, stops and retries it.
     return all;
   }
 
@@ -172,7 +168,8 @@ export class AdoptionController {
               path: collectionPath('/apis/apps/v1', plural, ns || undefined),
               labelSelector: ADOPT_SELECTOR,
             });
-        if (this.namespaces) sources.push({ what: 'namespaces', path: '/api/v1/namespaces' });
+        // Namespaces: the shared cache checks its own access and starts its watch.
+        this.needNamespaces(this.namespaces !== undefined);
         await checkListAccess(this.opts.client, sources, { signal, log: this.log });
         await Promise.all(this.own().map((i) => i.start()));
       },
@@ -181,7 +178,8 @@ export class AdoptionController {
       },
       startReconciling: async (signal) => {
         const shared = [...this.opts.caches.values()].map((s) => s.cards);
-        await waitForCaches([...this.own(), ...shared], signal);
+        const namespaces = this.namespaces ? [this.namespaces] : [];
+        await waitForCaches([...this.own(), ...namespaces, ...shared], signal);
         if (this.queue.shuttingDown) return;
         const keys = this.allKeys();
         this.log.info('caches synced; adopting workloads', { workloads: keys.length });

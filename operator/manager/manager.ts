@@ -20,7 +20,8 @@ import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
 import { resolveDeploymentOwner } from '../kube/owner.ts';
 import { Controller } from '../controller/controller.ts';
-import { CatalogController } from '../controller/catalogs/controller.ts';
+import { CatalogController, clusterCatalogsOn } from '../controller/catalogs/controller.ts';
+import { NamespaceCache } from '../controller/namespace-cache.ts';
 import { AdoptionController } from '../adoption/controller.ts';
 import type { AdoptionPolicy } from '../adoption/plan.ts';
 import { IssuerController } from '../issuer/controller.ts';
@@ -203,6 +204,15 @@ export async function runOperator(
       ...(probeCa ? { ca: probeCa } : {}),
     }),
   });
+  // One Namespace cache for the controllers that read namespace labels (cluster catalogs, a
+  // namespace label adoption policy): one watch, however many of them run.
+  const clusterCatalogs =
+    flags.catalogs &&
+    clusterCatalogsOn({ clusterCatalogs: flags.clusterCatalogs, caches: controller.caches() });
+  const namespaces =
+    clusterCatalogs || flags.adoption?.namespaceLabel
+      ? new NamespaceCache({ client, log, gate: apiHealth })
+      : undefined;
   // Built before any cache starts: it adds its handlers to the AgentCard controller's caches.
   const catalogs = flags.catalogs
     ? new CatalogController({
@@ -210,7 +220,8 @@ export async function runOperator(
         log,
         caches: controller.caches(),
         clusterNamespace: flags.catalogNamespace ?? operatorNamespace,
-        clusterCatalogs: flags.clusterCatalogs,
+        clusterCatalogs,
+        namespaces,
         resyncMs: flags.resyncMs,
         gate: apiHealth,
         onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
@@ -224,6 +235,7 @@ export async function runOperator(
         log,
         caches: controller.caches(),
         policy: flags.adoption,
+        namespaces,
         resyncMs: flags.resyncMs,
         gate: apiHealth,
         onWrite: (resource) => metrics.apiWrites.inc({ resource: `adoption-${resource}` }),
@@ -280,6 +292,8 @@ export async function runOperator(
     { name: 'events', mode: 'leader', start: async () => {}, stop: () => events.flush(3_000), cancel() {} },
     { name: 'probe-scheduler', mode: 'leader', start: async () => {}, stop: () => probes.stop() },
     ...controller.runnables(),
+    // A shared cache, as the AgentCard controller's: stopped after the controllers that read it.
+    ...(namespaces ? [namespaces.runnable()] : []),
     ...(catalogs?.runnables() ?? []),
     ...(adoption?.runnables() ?? []),
     ...(issuing.issuer?.runnables() ?? []),
@@ -293,6 +307,7 @@ export async function runOperator(
       if (elector && !manager.isLeading) return undefined; // a standby is ready to take over
       const unsynced = [
         ...controller.unsynced(),
+        ...(namespaces?.unsynced() ?? []),
         ...(catalogs?.unsynced() ?? []),
         ...(adoption?.unsynced() ?? []),
         ...(issuing.issuer?.unsynced() ?? []),

@@ -38,6 +38,8 @@ export interface RelayRequest {
   at: number;
   method: string;
   path: string;
+  /** The query string's parameters (watch, labelSelector, limit...). */
+  query: URLSearchParams;
   /** 'pass' when forwarded, else the status the relay answered, or 'hang'. */
   outcome: 'pass' | 'hang' | number;
   /** Forwarded: the API server's status, and whether its answer carried a 410 Gone (a watch sends it as an ERROR event). */
@@ -57,7 +59,7 @@ export interface HeldRequests {
 
 export class ApiRelay {
   readonly port: number;
-  /** Every request seen, in order (method, path without query, what the relay did). */
+  /** Every request seen, in order (method, path, query, what the relay did). */
   readonly requests: RelayRequest[] = [];
   private mode: RelayMode = { kind: 'pass' };
   private readonly server: Server;
@@ -196,6 +198,7 @@ export class ApiRelay {
       at: Date.now(),
       method: req.method ?? 'GET',
       path: (req.url ?? '/').split('?', 1)[0]!,
+      query: new URL(req.url ?? '/', 'https://relay.invalid').searchParams,
       outcome: mode.kind === 'pass' ? 'pass' : mode.kind === 'hang' ? 'hang' : mode.status,
     };
     this.requests.push(record);

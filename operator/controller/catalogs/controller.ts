@@ -56,6 +56,7 @@ import { controllerRunnables, reconcileQueue, WorkSignal } from '../../runtime/r
 import { queueAtStart } from '../../runtime/startup.ts';
 import { catalogStartupView } from './startup-priority.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
+import type { NamespaceCache } from '../namespace-cache.ts';
 import { ownedCatalogStatus, reconcileCatalogPlan, type CatalogObject } from './plan.ts';
 import { publishResult } from '../../runtime/outcome.ts';
 
@@ -76,6 +77,11 @@ export interface CatalogControllerOptions {
    * read Namespaces); default: when every namespace is watched.
    */
   clusterCatalogs?: boolean;
+  /**
+   * The operator's shared Namespace cache (namespace-cache.ts), which ClusterAgentCatalogs read
+   * for their namespaceSelector; required when they are reconciled (clusterCatalogsOn).
+   */
+  namespaces?: NamespaceCache;
   concurrency?: number;
   resyncMs: number;
   /** Counts API writes (the operator's metrics). */
@@ -89,6 +95,13 @@ export interface CatalogControllerOptions {
   clock?: Clock;
   /** The work queue's metrics (workqueue_*, controller_runtime_reconcile_*). */
   observer?: QueueObserver;
+}
+
+/** Whether ClusterAgentCatalogs are reconciled: as asked, else when every namespace is watched. */
+export function clusterCatalogsOn(
+  opts: Pick<CatalogControllerOptions, 'clusterCatalogs' | 'caches'>,
+): boolean {
+  return opts.clusterCatalogs ?? opts.caches.has('');
 }
 
 type CatalogRef = { kind: CatalogKind; namespace: string; name: string };
@@ -106,7 +119,10 @@ export class CatalogController {
   private readonly cluster: boolean;
   private readonly catalogs = new Map<string, ResilientInformer<CatalogObject & KubernetesObject>>();
   private clusterCatalogs?: ResilientInformer<CatalogObject & KubernetesObject>;
+  /** The shared Namespace cache's informer (namespace-cache.ts): handlers here, started there. */
   private namespaces?: ResilientInformer<V1Namespace>;
+  /** Tells the shared Namespace cache whether this controller needs it (namespace-cache.ts). */
+  private readonly needNamespaces: (needed: boolean) => void = () => {};
   private readonly cardPrints = new Map<string, string>();
   /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
   private readonly writer: Writer<CatalogObject & KubernetesObject>;
@@ -119,7 +135,7 @@ export class CatalogController {
   constructor(opts: CatalogControllerOptions) {
     this.opts = opts;
     this.log = opts.log.child({ controller: 'catalogs' });
-    this.cluster = opts.clusterCatalogs ?? opts.caches.has('');
+    this.cluster = clusterCatalogsOn(opts);
     this.clock = opts.clock ?? systemClock;
     this.writer = new Writer({ client: opts.client, onWrite: (resource) => opts.onWrite?.(resource) });
     this.queue = reconcileQueue({
@@ -154,22 +170,9 @@ export class CatalogController {
         clock: this.clock,
       });
       this.watchCatalogs(this.clusterCatalogs, CLUSTER_CATALOG_KIND);
-      this.namespaces = new ResilientInformer<V1Namespace>({
-        name: 'namespaces',
-        client: opts.client,
-        path: '/api/v1/namespaces',
-        log: opts.log,
-        clock: this.clock,
-        trim: (ns) => {
-          ns.metadata = {
-            name: ns.metadata?.name,
-            labels: ns.metadata?.labels,
-            resourceVersion: ns.metadata?.resourceVersion,
-          };
-          delete ns.spec;
-          delete ns.status;
-        },
-      });
+      if (!opts.namespaces) throw new Error('cluster catalogs need the shared Namespace cache');
+      this.namespaces = opts.namespaces.informer;
+      this.needNamespaces = opts.namespaces.use();
       // Only a change of labels matters (namespaceSelector): the informer hands old and new.
       this.namespaces.addEventHandler({
         add: () => this.enqueueCluster(),
@@ -206,10 +209,9 @@ export class CatalogController {
     }
   }
 
-  private own(): Array<ResilientInformer<KubernetesObject>> {
-    return [...this.catalogs.values(), this.clusterCatalogs, this.namespaces].filter(
-      (i): i is ResilientInformer<KubernetesObject> => i !== undefined,
-    ) as Array<ResilientInformer<KubernetesObject>>;
+  private own(): Array<ResilientInformer<CatalogObject & KubernetesObject>> {
+    // Not the Namespace informer: the shared cache starts, stops and retries it (namespace-cache.ts).
+    return [...this.catalogs.values(), ...(this.clusterCatalogs ? [this.clusterCatalogs] : [])];
   }
 
   /** The resources the API group serves (discovery), so a missing CRD is known before any watch. */
@@ -271,16 +273,17 @@ export class CatalogController {
       this.clusterCatalogs = undefined;
       this.namespaces = undefined;
     }
+    // Before the access check, which may wait: the shared Namespace cache starts once all its
+    // users have said whether they need it.
+    this.needNamespaces(this.namespaces !== undefined);
     const api = `/apis/${GROUP}/${VERSION}`;
     const sources: ListSource[] = [...this.catalogs.keys()].map((ns) => ({
       what: `agentcatalogs in ${ns ? `namespace ${ns}` : 'every namespace'}`,
       path: collectionPath(api, CATALOG_PLURAL, ns || undefined),
     }));
+    // Namespaces: the shared cache checks its own access (namespace-cache.ts).
     if (this.clusterCatalogs)
-      sources.push(
-        { what: 'clusteragentcatalogs', path: `${api}/${CLUSTER_CATALOG_PLURAL}` },
-        { what: 'namespaces', path: '/api/v1/namespaces' },
-      );
+      sources.push({ what: 'clusteragentcatalogs', path: `${api}/${CLUSTER_CATALOG_PLURAL}` });
     await checkListAccess(this.opts.client, sources, { signal, log: this.log, clock: this.clock });
     await Promise.all(this.own().map((i) => i.start()));
   }
@@ -288,7 +291,8 @@ export class CatalogController {
   /** Once its watches and the shared caches are loaded: queues every catalog, starts the resync. */
   private async startReconciling(signal: AbortSignal): Promise<void> {
     const shared = [...this.opts.caches.values()].flatMap((s) => [s.cards, s.configMaps, ...s.secrets]);
-    await waitForCaches([...this.own(), ...shared], signal);
+    const namespaces = this.namespaces ? [this.namespaces] : [];
+    await waitForCaches([...this.own(), ...namespaces, ...shared], signal);
     if (this.queue.shuttingDown) return;
     this.started = true;
     // Catalogs that need a write first (runtime/startup.ts), then the re-plan of the rest.

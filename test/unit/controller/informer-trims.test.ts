@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import { dropLastApplied, LAST_APPLIED_ANNOTATION } from '../../../operator/controller/informers.ts';
+import { trimNamespace } from '../../../operator/controller/namespace-cache.ts';
 
 describe('dropLastApplied (the AgentCard cache)', () => {
   it("drops kubectl's copy of the object and keeps every other annotation", () => {
@@ -32,5 +33,25 @@ describe('dropLastApplied (the AgentCard cache)', () => {
     const bare: KubernetesObject = { metadata: { name: 'w' } };
     dropLastApplied(bare);
     expect(bare.metadata).toEqual({ name: 'w' });
+  });
+});
+
+describe('trimNamespace (the shared Namespace cache)', () => {
+  it('keeps the name, labels and version, and drops the rest', () => {
+    const labels = { team: 'a', 'kubernetes.io/metadata.name': 'shop' };
+    const ns: V1Namespace = {
+      metadata: {
+        name: 'shop',
+        labels,
+        resourceVersion: '42',
+        uid: 'u',
+        annotations: { [LAST_APPLIED_ANNOTATION]: '{"big":"copy"}' },
+        managedFields: [{ manager: 'kubectl' }],
+      },
+      spec: { finalizers: ['kubernetes'] },
+      status: { phase: 'Active' },
+    };
+    trimNamespace(ns);
+    expect(ns).toEqual({ metadata: { name: 'shop', labels, resourceVersion: '42' } });
   });
 });
