@@ -189,7 +189,7 @@ async function main(argv: string[]): Promise<number> {
   );
 
   const cluster = await step(
-    'Start the local control plane (the first run builds it, a few minutes)',
+    'Start the local control plane (the first run builds it, about 11 minutes)',
     async () => {
       const result = await up((line) => say(`      ${line}`));
       if (result.started) cleanups.push({ what: 'stop the control plane', run: () => down(() => {}) });
