@@ -75,9 +75,7 @@ export async function ensureBinaries(log: (line: string) => void): Promise<strin
       if (complete(bin)) return;
       await checkGo();
       log(`building etcd, kube-apiserver ${version} and kube-controller-manager into ${bin}`);
-      log(
-        '(only the first run on a machine builds: about 5 minutes on 2 cores, longer if modules must be downloaded)',
-      );
+      log('(only the first run on a machine builds: about 11 minutes on 2 cores, module downloads included)');
       const started = Date.now();
       const tmp = join(dir, `bin.tmp-${process.pid}`);
       rmSync(tmp, { recursive: true, force: true });

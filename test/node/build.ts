@@ -94,7 +94,7 @@ export function nodeBuildDir(): { dir: string; version: string; ldflags: string 
 
 /**
  * Returns the folder holding the node's binaries, building them first if this version is not in
- * the cache yet (about 15 minutes on 2 cores with the control plane's build cache warm; later
+ * the cache yet (about 12 CPU-minutes, 6 minutes of 2 idle cores, after the control plane's build; later
  * calls return at once). Concurrent callers wait for one build.
  */
 export async function ensureNodeBinaries(log: (line: string) => void): Promise<string> {
@@ -106,7 +106,7 @@ export async function ensureNodeBinaries(log: (line: string) => void): Promise<s
     async () => {
       if (complete(bin)) return;
       log(`building the node (kubelet ${version}, containerd, CNI plugins, CoreDNS) into ${bin}`);
-      log('(only the first run on a machine builds: about 15 minutes on 2 cores)');
+      log('(only the first run on a machine builds: about 6 minutes on 2 idle cores)');
       const started = Date.now();
       const tmp = join(dir, `bin.tmp-${process.pid}`);
       rmSync(tmp, { recursive: true, force: true });
