@@ -43,6 +43,17 @@ const G = { group: 'agentcard.dev', version: 'v1alpha1' };
 const LABEL = 'agentcard.dev/ns-cache-test';
 
 let team: TestNamespace, pub: TestNamespace;
+
+/** Flags that make both users of the Namespace cache run: cluster catalogs and label adoption. */
+const bothUsers = () => [
+  '--namespace',
+  team.name,
+  '--cluster-catalogs',
+  '--operator-namespace',
+  pub.name,
+  '--adopt-namespace-label',
+  `${LABEL}=${team.name}`,
+];
 let relay: ApiRelay;
 let op: InProcessOperator;
 const catalogName = () => `ns-cache-${team.name}`;
@@ -140,13 +151,7 @@ beforeAll(async () => {
   op = await startOperator(
     pub.name,
     [
-      '--namespace',
-      team.name,
-      '--cluster-catalogs',
-      '--operator-namespace',
-      pub.name,
-      '--adopt-namespace-label',
-      `${LABEL}=${team.name}`,
+      ...bothUsers(),
       // Only the Namespace watch can explain a reconcile within the test, not the resync.
       '--resync',
       '10m',
@@ -229,13 +234,7 @@ describe('the shared Namespace cache on a standby', () => {
     standby = spawnOperator(
       pub.name,
       [
-        '--namespace',
-        team.name,
-        '--cluster-catalogs',
-        '--operator-namespace',
-        pub.name,
-        '--adopt-namespace-label',
-        `${LABEL}=${team.name}`,
+        ...bothUsers(),
         '--leader-elect',
         '--leader-election-namespace',
         pub.name,
