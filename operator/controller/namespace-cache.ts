@@ -15,6 +15,7 @@ import type { KubeClient } from '../kube/client.ts';
 import type { Clock } from '../kube/clock.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import type { Logger } from '../log.ts';
+import { whenAborted } from '../runtime/abort.ts';
 import { checkListAccess } from '../runtime/access.ts';
 import type { Runnable } from '../runtime/manager.ts';
 import type { QueueGate } from './workqueue.ts';
@@ -86,12 +87,10 @@ export class NamespaceCache {
       name: 'namespace-caches',
       mode: 'always',
       start: async (signal) => {
-        const aborted = new Promise<undefined>((resolve) =>
-          signal.aborted
-            ? resolve(undefined)
-            : signal.addEventListener('abort', () => resolve(undefined), { once: true }),
-        );
-        const needed = await Promise.race([Promise.all(this.needs).then((n) => n.some(Boolean)), aborted]);
+        const needed = await Promise.race([
+          Promise.all(this.needs).then((n) => n.some(Boolean)),
+          whenAborted(signal),
+        ]);
         if (needed === undefined || signal.aborted) return;
         this.wanted = needed;
         if (!needed) {

@@ -14,6 +14,7 @@
  *   nothing may wait on the API server) and returns 1: the restart campaigns again.
  */
 import { describeApiError } from '../kube/errors.ts';
+import { whenAborted } from './abort.ts';
 import type { Logger } from '../log.ts';
 
 export type RunMode = 'always' | 'leader';
@@ -118,7 +119,7 @@ export class Manager {
     } else {
       this.setLeading(true);
       const started = startAll(leaders);
-      if (!stopping.aborted) await new Promise((r) => stopping.addEventListener('abort', r, { once: true }));
+      await whenAborted(stopping);
       this.setLeading(false);
       await this.stopWithin(leaders);
       await started;

@@ -19,6 +19,7 @@ import type { BackoffOptions } from '../kube/backoff.ts';
 import type { Clock } from '../kube/clock.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
+import { whenAborted } from './abort.ts';
 import type { Runnable } from './manager.ts';
 
 /** One function of (key, signal) → result: what a controller adds to the runtime. */
@@ -76,10 +77,7 @@ export function controllerRunnables(parts: ControllerParts): [Runnable, Runnable
       name: `${parts.name}-reconciler`,
       mode: 'leader',
       start: async (signal) => {
-        await Promise.race([
-          started,
-          new Promise((r) => signal.addEventListener('abort', r, { once: true })),
-        ]);
+        await Promise.race([started, whenAborted(signal)]);
         if (signal.aborted) return;
         await parts.startReconciling(signal);
       },
