@@ -76,6 +76,15 @@ describe('a reconcile waiting on the API server', () => {
         async () => condition(await api.getCard(ns.name, 'cancel'), 'Signed')?.status === 'True',
       );
 
+      // The card's own status write queues it again. A reconcile that had already read the Secret
+      // when the relay stalls could finish without another call, and stop() would not wait for
+      // it: let the queue be quiet for a second first. Once stalled, no watch event arrives
+      // (the informers read through the relay too), so the next reconcile is the one added here.
+      let quietSince = Date.now();
+      await waitFor('the controller to be quiet for 1 s', async () => {
+        if (controller.queue.active > 0 || controller.queue.depth > 0) quietSince = Date.now();
+        return Date.now() - quietSince >= 1_000;
+      });
       relay.stall();
       controller.queue.add(objectKey(ns.name, 'cancel'));
       await waitFor('the reconcile to run', async () => controller.queue.active === 1, 5_000);
