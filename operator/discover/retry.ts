@@ -14,8 +14,12 @@ export interface RetryPolicy {
   maxWaitMs: number;
 }
 
-/** Discover's: three requests, waits of up to 30 s (our catalog server asks for 5 s). */
-export const DISCOVER_RETRY: RetryPolicy = { maxAttempts: 3, maxWaitMs: 30_000 };
+/**
+ * Discover's: ten requests, as client-go's REST client makes for a Retry-After (rest/request.go,
+ * maxRetries), waits of up to 30 s. Our catalog server asks for 5 s until the kubelet has brought
+ * its ConfigMap into the volume (up to about a minute after a publish): ten requests cover 45 s.
+ */
+export const DISCOVER_RETRY: RetryPolicy = { maxAttempts: 10, maxWaitMs: 30_000 };
 
 /** The statuses whose Retry-After means "ask again then" (for 3xx it is only advice). */
 export const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 503]);

@@ -110,9 +110,10 @@ describe('retryDecision', () => {
   });
 
   it('stops after the attempts of the policy, and says how many', () => {
-    expect(decide({ attempts: 3 })).toEqual({
+    expect(decide({ attempts: 9 })).toEqual({ retry: true, delayMs: 1000 });
+    expect(decide({ attempts: 10 })).toEqual({
       retry: false,
-      message: 'HTTP 503 after 3 attempts: the last answer had Retry-After: 1',
+      message: 'HTTP 503 after 10 attempts: the last answer had Retry-After: 1',
     });
   });
 
