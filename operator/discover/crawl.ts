@@ -198,7 +198,8 @@ export class Crawler {
       return;
     }
     // No catalog is the common case, not an error: the card is looked for instead.
-    const quiet = NO_CATALOG.has(failure.code) || /^HTTP 4\d\d$/.test(failure.message);
+    // A 429 stays quiet when its Retry-After could not be honoured (its message says more).
+    const quiet = NO_CATALOG.has(failure.code) || /^HTTP 4\d\d\b/.test(failure.message);
     if (!quiet) this.#result.errors.push(failure);
     const card = await this.#get(cardUrl, []);
     if ('error' in card) {

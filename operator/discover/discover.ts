@@ -17,6 +17,7 @@ import { type CrawlLimits, Crawler } from './crawl.ts';
 import { Fetcher, FetchError } from './fetch.ts';
 import { type CardFilter, matchesFilter } from './filter.ts';
 import { parseTargetUrl, redactUrl } from './plan.ts';
+import { DISCOVER_RETRY } from './retry.ts';
 import type { CardReport, DiscoverReport, ErrorReport } from './report.ts';
 import type { Trust } from './trust.ts';
 
@@ -75,6 +76,8 @@ export async function discover(opts: DiscoverOptions): Promise<DiscoverReport> {
     totalBytes: limits.totalBytes,
     timeoutMs: limits.timeoutMs,
     signal: AbortSignal.timeout(limits.deadlineMs),
+    deadlineAt: Date.now() + limits.deadlineMs,
+    retry: DISCOVER_RETRY,
     cache: opts.cache,
     connectionsPerOrigin: limits.concurrency,
   });

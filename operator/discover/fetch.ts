@@ -5,19 +5,23 @@
  * followed (a 3xx is an error that says where it pointed); a body is read up to a cap, and a
  * larger Content-Length is refused before reading; each request has a deadline, and the whole
  * run has one too. A small pool of connections is kept per origin for the run (keep-alive), which
- * is what makes a catalog of many cards on one host cheap.
+ * is what makes a catalog of many cards on one host cheap. With a retry policy, a 503 or 429 that
+ * says when to come back (Retry-After) is asked again then, within the policy and the run's
+ * deadline (retry.ts).
  */
 import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { PROBE_CODES } from '../probe/classify.ts';
 import { type CaOption, ProbeFailure, type Resolver, openConnection } from '../probe/connect.ts';
 import { hostForUrl, readCapped } from '../probe/http.ts';
 import type { AddressPolicy } from '../probe/policy.ts';
 import type { OwnerCheck } from '../probe/ownership.ts';
-import { type DocumentCache, cacheDirectives, isFresh } from './cache.ts';
+import { type CacheEntry, type DocumentCache, cacheDirectives, isFresh } from './cache.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../catalog/document.ts';
 import { shorten } from './plan.ts';
 import type { FetchErrorCode } from './report.ts';
+import { type RetryPolicy, retryDecision } from './retry.ts';
 
 /** Why a fetch failed, in words a user can act on. `code` is stable (tests and JSON output). */
 export class FetchError extends Error {
@@ -45,6 +49,10 @@ export interface FetchOptions {
   totalBytes: number;
   /** The run's own deadline or cancellation. */
   signal?: AbortSignal;
+  /** When the run's deadline passes, by `now`: no wait for a retry may reach it. */
+  deadlineAt?: number;
+  /** Ask again after a 503 or 429 with Retry-After (none: such an answer is a failure at once). */
+  retry?: RetryPolicy;
   cache?: DocumentCache;
   now?: () => number;
   /** Connections kept open per origin (default 8); the crawler's concurrency bounds use. */
@@ -151,9 +159,8 @@ export class Fetcher {
   /** GETs a URL (http or https, already checked by parseTargetUrl) and returns its body text. */
   async get(href: string): Promise<Fetched> {
     const url = new URL(href);
-    const cache = this.opts.cache;
     const now = this.opts.now ?? Date.now;
-    const cached = cache ? await cache.get(url.href) : undefined;
+    const cached = this.opts.cache ? await this.opts.cache.get(url.href) : undefined;
     if (cached && isFresh(cached, now())) {
       return {
         url: url.href,
@@ -164,6 +171,31 @@ export class Fetcher {
         cache: 'fresh',
       };
     }
+    // Ends: #request asks for another attempt only while the retry policy allows one.
+    for (let attempts = 1; ; attempts++) {
+      const answer = await this.#request(url, cached, attempts);
+      if (!('retryInMs' in answer)) return answer;
+      await this.#wait(url, answer.retryInMs);
+    }
+  }
+
+  /** Waits before asking again; the run's end ends the wait, as it ends a request. */
+  async #wait(url: URL, ms: number): Promise<void> {
+    try {
+      await sleep(ms, undefined, this.opts.signal ? { signal: this.opts.signal } : {});
+    } catch {
+      throw new FetchError('deadline', url.href, "the run's deadline passed");
+    }
+  }
+
+  /** One request: the document, or when the server asked to be asked again. */
+  async #request(
+    url: URL,
+    cached: CacheEntry | undefined,
+    attempts: number,
+  ): Promise<Fetched | { retryInMs: number }> {
+    const cache = this.opts.cache;
+    const now = this.opts.now ?? Date.now;
     const deadline = AbortSignal.timeout(this.opts.timeoutMs);
     const signal = this.opts.signal ? AbortSignal.any([deadline, this.opts.signal]) : deadline;
     const fail = (code: FetchErrorCode, message: string) => new FetchError(code, url.href, message);
@@ -214,7 +246,18 @@ export class Fetcher {
       }
       if (status < 200 || status > 299) {
         discard(response.body);
-        throw fail(status === 404 ? 'not-found' : 'http', `HTTP ${status}`);
+        const decision = this.opts.retry
+          ? retryDecision({
+              status,
+              retryAfter: response.headers['retry-after'],
+              attempts,
+              nowMs: now(),
+              deadlineAt: this.opts.deadlineAt,
+              policy: this.opts.retry,
+            })
+          : undefined;
+        if (decision?.retry) return { retryInMs: decision.delayMs };
+        throw fail(status === 404 ? 'not-found' : 'http', decision?.message ?? `HTTP ${status}`);
       }
       const room = Math.min(this.opts.maxBytes, this.opts.totalBytes - this.#spent);
       const claimed = Number(header('content-length'));

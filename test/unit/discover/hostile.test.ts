@@ -57,6 +57,18 @@ beforeAll(async () => {
       res.write('{"name":');
       return;
     }
+    if (path === '/back-tomorrow.json') {
+      res.writeHead(503, { 'retry-after': '99999' }).end();
+      return;
+    }
+    if (path === '/back-in-9999.json') {
+      res.writeHead(429, { 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' }).end();
+      return;
+    }
+    if (path === '/back-in-1s.json') {
+      res.writeHead(503, { 'retry-after': '1' }).end();
+      return;
+    }
     if (path === '/html.json') {
       res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Welcome</body></html>');
       return;
@@ -245,6 +257,41 @@ describe('hostile servers', () => {
     const { report, ms } = await only(`${mute.url}/card.json`);
     expect(report.errors).toEqual([expect.objectContaining({ code: 'timeout' })]);
     expect(ms).toBeLessThan(2500);
+  });
+
+  it('a Retry-After of a day, or a date far away, is not waited for', async () => {
+    const far = await only(`${server.origin}/back-tomorrow.json`, { deadlineMs: 120_000 });
+    expect(far.report.errors).toEqual([
+      expect.objectContaining({
+        code: 'http',
+        message:
+          'HTTP 503 after 1 attempt: Retry-After: 99999 asks for a wait longer than 30s, the longest waited',
+      }),
+    ]);
+    const later = await only(`${server.origin}/back-in-9999.json`, { deadlineMs: 120_000 });
+    expect(later.report.errors).toEqual([
+      expect.objectContaining({
+        code: 'http',
+        message: expect.stringMatching(
+          /^HTTP 429 after 1 attempt: Retry-After: Fri, 31 Dec 9999 23:59:59 GMT asks for a wait longer/,
+        ),
+      }),
+    ]);
+    expect(server.requests.filter((r) => r.startsWith('/back-'))).toEqual([
+      '/back-tomorrow.json',
+      '/back-in-9999.json',
+    ]);
+  });
+
+  it("a Retry-After past the run's deadline is not waited for", async () => {
+    const { report } = await only(`${server.origin}/back-in-1s.json`, { deadlineMs: 500 });
+    expect(report.errors).toEqual([
+      expect.objectContaining({
+        code: 'http',
+        message: "HTTP 503 after 1 attempt: Retry-After: 1 asks for a wait past the run's deadline",
+      }),
+    ]);
+    expect(server.requests.filter((r) => r === '/back-in-1s.json')).toHaveLength(1);
   });
 
   it('the document limit stops a wide catalog, once', async () => {
