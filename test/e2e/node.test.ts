@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { execInNode, kubectl, DNS_IP, NODE_NAME } from '../node/control.ts';
 import { BUSYBOX } from '../node/images.ts';
+import { waitForService } from '../node/services.ts';
 
 const state = inject('nodeCluster');
 const ns = `node-e2e-${process.pid}`;
@@ -60,6 +61,9 @@ describe('a real node', () => {
     await kubectl(state, ['apply', '-f', '-'], workload);
     await k('-n', ns, 'rollout', 'status', 'deployment/web', '--timeout=180s');
     await k('-n', ns, 'wait', 'pod/client', '--for=condition=Ready', '--timeout=180s');
+    // A rollout ends when the Pod is Ready; the Service routes to it only once its EndpointSlice
+    // says so and kube-proxy has synced (services.ts): seconds later on a busy machine.
+    await waitForService(state, ns, 'web', 80);
   });
 
   afterAll(async () => {
