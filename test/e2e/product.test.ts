@@ -177,6 +177,31 @@ async function clusterIP(name: string, namespace: string, port: number): Promise
   return waitForService(state, namespace, name, port);
 }
 
+/**
+ * The image of the sidecar the webhook injects into a Pod of demo-agent's template now: a
+ * server-side dry run goes through the real admission chain and creates nothing.
+ */
+async function admittedSidecarImage(): Promise<string | undefined> {
+  const deployment = JSON.parse(await k('-n', ns, 'get', 'deployment', 'demo-agent', '-o', 'json')) as {
+    spec: { template: { metadata: { annotations?: Record<string, string> }; spec: unknown } };
+  };
+  const template = deployment.spec.template;
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { generateName: 'admission-check-', annotations: template.metadata.annotations ?? {} },
+    spec: template.spec,
+  };
+  const admitted = JSON.parse(
+    await kubectl(
+      state,
+      ['-n', ns, 'create', '--dry-run=server', '-o', 'json', '-f', '-'],
+      JSON.stringify(pod),
+    ),
+  ) as { spec: { initContainers?: { name: string; image: string }[] } };
+  return admitted.spec.initContainers?.find((c) => c.name === 'agentcard-sidecar')?.image;
+}
+
 /** The catalog server's port in the Pod: the chart's default `catalogServer.port`. */
 const CATALOG_SERVER_PORT = (
   parse(readFileSync(join(repoRoot, 'helm', 'agentcard-operator', 'values.yaml'), 'utf8')) as {
@@ -605,7 +630,15 @@ describe('the product on a real node', () => {
       'sidecar.server=node',
     ]);
     await k('-n', opNs, 'rollout', 'status', `deployment/${FULLNAME}`, '--timeout=240s');
-    // The webhook of the new replicas injects the Node sidecar into Pods created from now on.
+    // The rollout ends once the new replicas are Ready, but the API server reaches the webhook
+    // through its Service: until the EndpointSlice and kube-proxy have caught up, a call can still
+    // go to an old replica (the nginx sidecar) or to one already gone (no sidecar: failurePolicy
+    // Ignore). Wait until five admissions in a row, dry runs of demo-agent's Pod, get the Node one.
+    let inARow = 0;
+    await waitFor('the webhook to inject the Node sidecar five times in a row', 120_000, async () => {
+      inARow = (await admittedSidecarImage()) === images.operator ? inARow + 1 : 0;
+      return inARow >= 5;
+    });
     await k('-n', ns, 'rollout', 'restart', 'deployment/demo-agent');
     await k('-n', ns, 'rollout', 'status', 'deployment/demo-agent', '--timeout=240s');
     const pod = await podOf('app.kubernetes.io/name=demo-agent', ns);
