@@ -299,6 +299,8 @@ async function main(argv: string[]): Promise<number> {
         '--webhook-cert-mode=cert-manager',
         `--webhook-cert-dir=${certDir}`,
         '--sidecar-image=agentcard-operator:demo',
+        // The API server calls it by URL, with no Service to drain: stop at once on Ctrl-C.
+        '--webhook-shutdown-delay=0',
         // The chart's default serving mode and its pinned image.
         '--sidecar-server=nginx',
         `--sidecar-nginx-image=${chartNginxImage(repoRoot)}`,

@@ -2,8 +2,9 @@
  * The operator process: health and metrics endpoints, the admission webhook, and the runtime's
  * manager (runtime/manager.ts) with the controllers' runnables: caches on every replica (warm
  * standbys), reconcilers, probe scheduler and Event writer while this replica leads. Stops when
- * `signal` aborts (SIGTERM): no new work, in-flight reconciles finish, the Lease is released, and
- * the returned promise resolves with the exit code; a part that cannot start ends it with 1.
+ * `signal` aborts (SIGTERM): no new work, in-flight reconciles finish, the Lease is released,
+ * the webhook answers until its shutdown delay has passed (webhook/drain.ts), and the returned
+ * promise resolves with the exit code; a part that cannot start ends it with 1.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -34,6 +35,7 @@ import { readCaBundle } from '../probe/ca-bundle.ts';
 import { NamespaceAddresses } from '../controller/namespace-addresses.ts';
 import { noProbes, probeWiring, type ProbeHooks } from '../controller/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
+import { drainOnAbort } from '../webhook/drain.ts';
 import { sourceWiring } from '../source/wiring.ts';
 
 export interface OperatorConfig {
@@ -76,6 +78,8 @@ export interface OperatorConfig {
     secret?: string;
     service?: string;
     config?: string;
+    /** How long the webhook keeps serving after the signal (webhook/drain.ts); 0: it closes at once. */
+    shutdownDelayMs: number;
     sidecarImage?: string;
     sidecarMode: 'auto' | 'native' | 'container';
     sidecarServer?: 'node' | 'nginx';
@@ -324,6 +328,16 @@ export async function runOperator(
     leaderElect: flags.leaderElect,
     probes: flags.probes,
   });
+  // On the signal the webhook keeps answering for the delay while the Service stops sending to
+  // this Pod (webhook/drain.ts); the controllers stop meanwhile, the Lease is released at once.
+  const drain = webhook
+    ? drainOnAbort({
+        signal: opts.signal,
+        delayMs: flags.webhook.shutdownDelayMs,
+        log,
+        close: () => webhook.close(),
+      })
+    : undefined;
   if (elector)
     log.info('campaigning for the leader lease', {
       leaseNamespace,
@@ -332,7 +346,9 @@ export async function runOperator(
     });
   const exitCode = await manager.run(opts.signal);
   recovery.stop();
-  await webhook?.close();
+  // A failure (or a lost Lease) ends the process at once; only a signal drains the webhook.
+  if (exitCode === 0 && opts.signal.aborted) await drain?.drained;
+  else await drain?.closeNow();
   await health.close();
   log.info('operator stopped', { exitCode });
   return exitCode;

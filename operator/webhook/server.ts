@@ -42,6 +42,8 @@ export const WEBHOOK_LIMITS = {
   headersTimeoutMs: 5_000,
   idleTimeoutMs: 5_000,
   checkIntervalMs: 1_000,
+  /** On close, how long reviews in flight may take to finish before their connections are cut. */
+  closeGraceMs: 5_000,
 };
 export type WebhookLimits = typeof WEBHOOK_LIMITS;
 
@@ -81,6 +83,7 @@ export interface WebhookOptions {
 
 export interface Webhook {
   port: number;
+  /** Stops accepting, lets reviews in flight finish (closeGraceMs at most), then resolves. */
   close(): Promise<void>;
 }
 
@@ -152,7 +155,13 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
 
   const limits: WebhookLimits = { ...WEBHOOK_LIMITS, ...opts.limits };
   let reading = 0;
+  let closing = false;
+  // Answers not yet sent: on close they end their kept-alive connection, so close() need not wait.
+  const answering = new Set<ServerResponse>();
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    if (closing) res.setHeader('Connection', 'close');
+    answering.add(res);
+    res.once('close', () => answering.delete(res));
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/healthz' && req.method === 'GET') return void res.writeHead(200).end('ok\n');
     if (path !== MUTATE_PATH) return void res.writeHead(404).end('not found\n');
@@ -282,11 +291,19 @@ export async function startWebhook(opts: WebhookOptions): Promise<Webhook> {
   return {
     port,
     async close() {
-      certs.close();
+      closing = true;
+      for (const res of answering) if (!res.headersSent) res.setHeader('Connection', 'close');
+      // The listener closes and idle connections end at once (Node.js 19+); one answering a
+      // review finishes it first, as Go's http.Server.Shutdown does, up to closeGraceMs.
       await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
+        const cut = setTimeout(() => server.closeAllConnections(), limits.closeGraceMs);
+        server.close(() => {
+          clearTimeout(cut);
+          resolve();
+        });
+        server.closeIdleConnections();
       });
+      certs.close();
       opts.registry.removeSingleMetric('agentcard_webhook_reviews_total');
       opts.registry.removeSingleMetric('agentcard_webhook_cert_not_after_seconds');
     },

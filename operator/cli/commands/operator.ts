@@ -21,6 +21,7 @@ import {
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import type { OperatorConfig } from '../../manager/manager.ts';
 import { UserError } from '../../errors.ts';
+import { DEFAULT_WEBHOOK_SHUTDOWN_DELAY_MS, MAX_WEBHOOK_SHUTDOWN_DELAY_MS } from '../../webhook/drain.ts';
 import { createLogger, type Logger } from '../../log.ts';
 import {
   HEAP_FROM_LIMIT_ENV,
@@ -91,6 +92,9 @@ Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-secret NAME             Secret for the self-signed CA and certificate
   --webhook-service NAME            Service in front of the webhook
   --webhook-config NAME             MutatingWebhookConfiguration whose caBundle is kept current
+  --webhook-shutdown-delay DURATION keep answering reviews this long after SIGTERM, while the
+                                    Service stops sending to this Pod (default 5s; 0 = close at
+                                    once; at most 20s, under the 30 s termination grace period)
   --sidecar-image IMAGE             image of the injected sidecar
   --sidecar-mode MODE               auto | native | container (default auto)
   --sidecar-server SERVER           node | nginx: what serves the card in the Pod (default node)
@@ -191,6 +195,7 @@ export function parseOperatorFlags(
         'webhook-secret': { type: 'string' },
         'webhook-service': { type: 'string' },
         'webhook-config': { type: 'string' },
+        'webhook-shutdown-delay': { type: 'string' },
         'sidecar-image': { type: 'string' },
         'sidecar-mode': { type: 'string' },
         'sidecar-server': { type: 'string' },
@@ -244,6 +249,19 @@ export function parseOperatorFlags(
   if (webhookPort !== 0 && !sidecarImage) {
     throw new UserError('the admission webhook needs --sidecar-image (the image to inject)', 2);
   }
+  const webhookShutdownDelayMs = duration(
+    'webhook-shutdown-delay',
+    values['webhook-shutdown-delay'],
+    `${DEFAULT_WEBHOOK_SHUTDOWN_DELAY_MS / 1000}s`,
+  );
+  // The delay and the controllers' shutdown (20 s budget) run side by side; both must end inside
+  // the Pod's termination grace period (30 s by default) or the kubelet's SIGKILL cuts them off.
+  if (webhookShutdownDelayMs > MAX_WEBHOOK_SHUTDOWN_DELAY_MS) {
+    throw new UserError(
+      `--webhook-shutdown-delay must be at most ${MAX_WEBHOOK_SHUTDOWN_DELAY_MS / 1000}s (well under the Pod's terminationGracePeriodSeconds), got "${values['webhook-shutdown-delay']}"`,
+      2,
+    );
+  }
   return {
     kubeconfig: values.kubeconfig,
     namespaces: [...new Set(values.namespace ?? [])],
@@ -281,6 +299,7 @@ export function parseOperatorFlags(
       secret: values['webhook-secret'],
       service: values['webhook-service'],
       config: values['webhook-config'],
+      shutdownDelayMs: webhookShutdownDelayMs,
       sidecarImage,
       sidecarMode: oneOf('sidecar-mode', values['sidecar-mode'], ['auto', 'native', 'container'], 'auto'),
       sidecarServer,

@@ -27,7 +27,7 @@ describe('agentcard operator flags', () => {
       probeStatusRefreshMs: Number.POSITIVE_INFINITY,
       catalogs: true,
       // No sidecar image, no webhook: a bare local run starts.
-      webhook: { port: 0, certMode: 'self-signed', sidecarMode: 'auto' },
+      webhook: { port: 0, certMode: 'self-signed', sidecarMode: 'auto', shutdownDelayMs: 5_000 },
     });
     expect(f === 'help' ? undefined : f.leaderElectionNamespace).toBeUndefined();
     // Cluster catalogs follow the watched namespaces unless a flag says otherwise.
@@ -88,6 +88,18 @@ describe('agentcard operator flags', () => {
     ).toMatchObject({ webhook: { port: 0 } });
   });
 
+  it('reads --webhook-shutdown-delay as a duration; 0 closes the webhook at once', () => {
+    expect(parseOperatorFlags(['--webhook-shutdown-delay', '3s'], {})).toMatchObject({
+      webhook: { shutdownDelayMs: 3_000 },
+    });
+    expect(parseOperatorFlags(['--webhook-shutdown-delay=0'], {})).toMatchObject({
+      webhook: { shutdownDelayMs: 0 },
+    });
+    expect(parseOperatorFlags(['--webhook-shutdown-delay=20s'], {})).toMatchObject({
+      webhook: { shutdownDelayMs: 20_000 },
+    });
+  });
+
   it('refuses bad values with a one-line usage error (exit 2)', () => {
     const cases: Array<[string[], RegExp]> = [
       [['--concurrency', '0'], /--concurrency must be an integer from 1 to 256, got "0"/],
@@ -99,6 +111,11 @@ describe('agentcard operator flags', () => {
       [['--sidecar-mode', 'magic'], /--sidecar-mode must be one of auto, native, container/],
       [['--webhook-cert-mode', 'cert-manager'], /needs --webhook-cert-dir/],
       [['--webhook-port', '9443'], /the admission webhook needs --sidecar-image/],
+      [['--webhook-shutdown-delay', 'soon'], /--webhook-shutdown-delay must be a duration/],
+      [
+        ['--webhook-shutdown-delay', '21s'],
+        /--webhook-shutdown-delay must be at most 20s \(well under the Pod's terminationGracePeriodSeconds\), got "21s"/,
+      ],
       [['--renew-deadline', '20s'], /--retry-period < --renew-deadline < --lease-duration/],
       [['--frobnicate'], /Unknown option '--frobnicate'/],
       [['extra'], /positional/i],

@@ -39,6 +39,7 @@ const combos: Record<string, Record<string, unknown>> = {
   'signing certificates from cert-manager, with a trust domain': {
     certManager: { enabled: true, trustDomain: 'example.org' },
   },
+  'the webhook closed at once on SIGTERM': { webhook: { shutdownDelaySeconds: 0 } },
   'probe deny-list, lastProbeTime refreshed every 10 minutes': {
     probes: { denyCidrs: ['100.64.0.0/10'], statusRefresh: '10m' },
   },
@@ -81,6 +82,8 @@ describe('the chart passes flags agentcard operator accepts', () => {
       }
       const sidecar = values.sidecar as { server?: string; trustForwardedHost?: boolean } | undefined;
       if (parsed.webhook.port !== 0) {
+        const delay = (values.webhook as { shutdownDelaySeconds?: number } | undefined)?.shutdownDelaySeconds;
+        expect(parsed.webhook.shutdownDelayMs).toBe((delay ?? 5) * 1000);
         expect(parsed.webhook.sidecarServer).toBe(sidecar?.server ?? 'nginx');
         expect(parsed.webhook.trustForwardedHost ?? false).toBe(sidecar?.trustForwardedHost ?? false);
         if (parsed.webhook.sidecarServer === 'nginx') {

@@ -98,6 +98,40 @@ function peerCert(port: number, ca: string): Promise<string> {
 }
 
 describe('webhook server', () => {
+  it('on close, answers a review already in flight, then refuses new connections', async () => {
+    const { bundle, webhook } = await start();
+    const body = JSON.stringify(admissionReview({ 'agentcard.dev/inject': 'weather' }));
+    const socket = connect({ host: '127.0.0.1', port: webhook.port, ca: bundle.caCert });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('secureConnect', resolve);
+      socket.once('error', reject);
+    });
+    let answer = '';
+    socket.on('data', (c: Buffer) => (answer += c.toString()));
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // Headers and half the body: the review is in flight when close() starts.
+    socket.write(
+      `POST ${MUTATE_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 100)}`,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const closed = webhook.close();
+    socket.write(body.slice(100));
+    await closed;
+    await ended;
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(answer).toContain('"patch"');
+    const refused = await new Promise<string>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port: webhook.port, ca: bundle.caCert }, () => {
+        s.destroy();
+        resolve('connected');
+      });
+      s.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? ''));
+    });
+    expect(refused).toBe('ECONNREFUSED');
+  });
+
   it('refuses to start without a sidecar image or, in cert-manager mode, a certificate directory', async () => {
     const base = {
       client: unusedClient(),
