@@ -128,29 +128,7 @@ async function webhookOperator(
 
 describe('operator command: admission webhook', () => {
   it('serves the webhook over TLS with the CA it keeps in a Secret', async () => {
-    const port = await freePort();
-    const op = spawnOperator(ns.name, [
-      '--no-leader-elect',
-      '--no-probes',
-      '--webhook-port',
-      String(port),
-      '--operator-namespace',
-      ns.name,
-      '--webhook-secret',
-      'op-webhook-tls',
-      '--webhook-service',
-      'op-webhook',
-      '--webhook-config',
-      'op-webhook-missing',
-      '--sidecar-image',
-      'registry.example/agentcard:test',
-    ]);
-    procs.push(op);
-    await op.waitForLog('webhook listening');
-    const secret = await waitFor('the webhook Secret', () =>
-      core.readNamespacedSecret({ namespace: ns.name, name: 'op-webhook-tls' }).catch(() => undefined),
-    );
-    const ca = Buffer.from(secret.data!['ca.crt']!, 'base64').toString('utf8');
+    const { op, port, ca } = await webhookOperator('op-webhook-tls', []);
     expect(await healthz(port, ca, `op-webhook.${ns.name}.svc`)).toBe(200);
     op.child.kill('SIGTERM');
     expect(await op.exited).toBe(0);
