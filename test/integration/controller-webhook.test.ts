@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import { installCrd, sleep, spawnOperator, waitFor, type ChildOperator } from '../support/operator.ts';
 import { freePort } from '../support/ports.ts';
+import { admissionReview } from '../support/admission.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -36,24 +37,7 @@ function healthz(port: number, ca: string, servername: string): Promise<number> 
 
 /** POSTs an AdmissionReview of an annotated Pod; resolves with the status and the patch's paths. */
 function review(port: number, ca: string, servername: string): Promise<{ status: number; paths: string[] }> {
-  const body = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'e911857d-c318-11e8-bbad-025000000001',
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      operation: 'CREATE',
-      namespace: 'team-a',
-      object: {
-        metadata: {
-          generateName: 'agent-',
-          namespace: 'team-a',
-          annotations: { 'agentcard.dev/inject': 'weather' },
-        },
-        spec: { containers: [{ name: 'agent', image: 'agent:1' }] },
-      },
-    },
-  });
+  const body = JSON.stringify(admissionReview({ 'agentcard.dev/inject': 'weather' }));
   return new Promise((resolve, reject) => {
     const req = request(
       {

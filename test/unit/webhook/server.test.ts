@@ -21,6 +21,7 @@ import {
 } from '../../../operator/webhook/server.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { admissionReview } from '../../support/admission.ts';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -71,21 +72,6 @@ async function start(limits: Partial<WebhookLimits> = {}, logger = createLogger(
   cleanups.push(() => agent.close());
   return { dir, bundle, webhook, agent, registry, base: `https://127.0.0.1:${webhook.port}` };
 }
-
-const admissionReview = (annotations?: Record<string, string>) => ({
-  apiVersion: 'admission.k8s.io/v1',
-  kind: 'AdmissionReview',
-  request: {
-    uid: 'e911857d-c318-11e8-bbad-025000000001',
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    operation: 'CREATE',
-    namespace: 'team-a',
-    object: {
-      metadata: { generateName: 'agent-', namespace: 'team-a', ...(annotations ? { annotations } : {}) },
-      spec: { containers: [{ name: 'agent', image: 'agent:1' }] },
-    },
-  },
-});
 
 function peerCert(port: number, ca: string): Promise<string> {
   return new Promise((resolve, reject) => {
