@@ -21,8 +21,10 @@ import { EventRecorder } from '../kube/events.ts';
 import { kubeLeaseStore } from '../kube/lease.ts';
 import { resolveDeploymentOwner } from '../kube/owner.ts';
 import { Controller } from '../controllers/agentcard/controller.ts';
-import { CatalogController, clusterCatalogsOn } from '../controllers/catalogs/controller.ts';
-import { NamespaceCache } from '../runtime/namespace-cache.ts';
+import { CatalogController } from '../controllers/catalogs/controller.ts';
+import { Cache } from '../runtime/cache.ts';
+import type { Runtime } from '../runtime/builder.ts';
+import { Channel } from '../runtime/channel.ts';
 import { AdoptionController } from '../controllers/adoption/controller.ts';
 import type { AdoptionPolicy } from '../controllers/adoption/plan.ts';
 import { IssuerController } from '../controllers/issuer/controller.ts';
@@ -30,10 +32,10 @@ import type { IdentityPolicy } from '../controllers/issuer/plan.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { Manager } from '../runtime/manager.ts';
-import { CONTROLLER_NAMES, ControllerMetrics } from '../controllers/agentcard/metrics.ts';
+import { ControllerMetrics } from '../controllers/metrics.ts';
 import { readCaBundle } from '../probe/ca-bundle.ts';
 import { NamespaceAddresses } from '../controllers/agentcard/namespace-addresses.ts';
-import { noProbes, probeWiring, type ProbeHooks } from '../controllers/agentcard/probes.ts';
+import { noProbes, probeWiring } from '../controllers/agentcard/probes.ts';
 import { startWebhook } from '../webhook/server.ts';
 import { drainOnAbort } from '../webhook/drain.ts';
 import { sourceWiring } from '../source/wiring.ts';
@@ -132,27 +134,10 @@ export async function runOperator(
     reportingInstance: identity.slice(0, 128),
     onWrite: () => metrics.apiWrites.inc({ resource: 'event' }),
   });
-  // Set once built; the probe wiring below is built first and reads it.
-  const built: { cards?: Controller } = {};
   const operatorNamespace = flags.operatorNamespace ?? contextNamespace(kc) ?? 'default';
   const namespaceAddresses = new NamespaceAddresses({ client, log });
   // Read once at start: a bad bundle stops the process at once rather than failing every probe.
   const probeCa = flags.probes && flags.probeCaFile ? await readCaBundle(flags.probeCaFile) : undefined;
-  const probes: ProbeHooks = flags.probes
-    ? probeWiring({
-        allowCidrs: flags.probeAllowCidrs,
-        // What each card's own namespace owns is allowed without a setting (ownership.ts).
-        ownerFor: (ns) => namespaceAddresses.ownerFor(ns),
-        ...(probeCa ? { ca: probeCa } : {}),
-        concurrency: flags.probeConcurrency,
-        denyCidrs: flags.probeDenyCidrs,
-        statusRefreshMs: flags.probeStatusRefreshMs,
-        registry,
-        log,
-        liveStatus: (key) => built.cards?.liveStatus(key),
-        requeue: (key) => built.cards?.requeue(key),
-      })
-    : noProbes();
   const owner = flags.ownerDeployment
     ? await resolveDeploymentOwner(client, operatorNamespace, flags.ownerDeployment, log)
     : undefined;
@@ -185,20 +170,51 @@ export async function runOperator(
           throw new Error(`starting the admission webhook failed: ${describeApiError(err)}`);
         });
 
-  // Set once built; the card controller is built first and reads it.
-  const issuing: { issuer?: IssuerController } = {};
+  // One cache for every controller (runtime/cache.ts): one watch per collection, on every replica.
+  const cache = new Cache({ client, log, namespaces: flags.namespaces, gate: apiHealth });
+  const runtime: Runtime = { log, gate: apiHealth, metrics: metrics.runtime };
+  const countWrites = (prefix: string) => (resource: string) =>
+    metrics.apiWrites.inc({ resource: `${prefix}-${resource}` });
+  // The issuer tells the card controller, through a channel, when a card's certificate changed.
+  const cardWake = new Channel();
+  const issuer = flags.issuer
+    ? new IssuerController({
+        client,
+        log,
+        cache,
+        runtime,
+        policy: flags.issuer,
+        resyncMs: flags.resyncMs,
+        cardWake,
+        onWrite: countWrites('issuer'),
+      })
+    : undefined;
   const controller = new Controller({
     client,
-    namespaces: flags.namespaces,
+    cache,
+    runtime,
     secretNames: flags.secretNames,
-    ...(flags.issuer ? { issuance: (key: string) => issuing.issuer?.issuance(key) } : {}),
+    ...(issuer ? { issuance: { state: (key: string) => issuer.issuance(key), wake: cardWake } } : {}),
     concurrency: flags.concurrency,
     resyncMs: flags.resyncMs,
     log,
     metrics,
     events,
-    probes,
-    gate: apiHealth,
+    probes: (card) =>
+      flags.probes
+        ? probeWiring({
+            allowCidrs: flags.probeAllowCidrs,
+            // What each card's own namespace owns is allowed without a setting (ownership.ts).
+            ownerFor: (ns) => namespaceAddresses.ownerFor(ns),
+            ...(probeCa ? { ca: probeCa } : {}),
+            concurrency: flags.probeConcurrency,
+            denyCidrs: flags.probeDenyCidrs,
+            statusRefreshMs: flags.probeStatusRefreshMs,
+            registry,
+            log,
+            ...card,
+          })
+        : noProbes(),
     // spec.source is fetched under the probes' address policy and namespace rule.
     source: sourceWiring({
       client,
@@ -208,60 +224,31 @@ export async function runOperator(
       ...(probeCa ? { ca: probeCa } : {}),
     }),
   });
-  // One Namespace cache for the controllers that read namespace labels (cluster catalogs, a
-  // namespace label adoption policy): one watch, however many of them run.
-  const clusterCatalogs =
-    flags.catalogs &&
-    clusterCatalogsOn({ clusterCatalogs: flags.clusterCatalogs, caches: controller.caches() });
-  const namespaces =
-    clusterCatalogs || flags.adoption?.namespaceLabel
-      ? new NamespaceCache({ client, log, gate: apiHealth })
-      : undefined;
-  // Built before any cache starts: it adds its handlers to the AgentCard controller's caches.
   const catalogs = flags.catalogs
     ? new CatalogController({
         client,
         log,
-        caches: controller.caches(),
+        cache,
+        runtime,
+        secretNames: flags.secretNames,
         clusterNamespace: flags.catalogNamespace ?? operatorNamespace,
-        clusterCatalogs,
-        namespaces,
+        clusterCatalogs: flags.clusterCatalogs,
         resyncMs: flags.resyncMs,
-        gate: apiHealth,
-        onWrite: (resource) => metrics.apiWrites.inc({ resource: `catalog-${resource}` }),
-        observer: metrics.runtime.controller(CONTROLLER_NAMES.catalogs),
+        onWrite: countWrites('catalog'),
       })
     : undefined;
-  // Also built before the caches start: it listens to the AgentCard caches for its cards.
   const adoption = flags.adoption
     ? new AdoptionController({
         client,
         log,
-        caches: controller.caches(),
+        cache,
+        runtime,
         policy: flags.adoption,
-        namespaces,
         resyncMs: flags.resyncMs,
-        gate: apiHealth,
-        onWrite: (resource) => metrics.apiWrites.inc({ resource: `adoption-${resource}` }),
-        observer: metrics.runtime.controller(CONTROLLER_NAMES.adoption),
+        onWrite: countWrites('adoption'),
       })
     : undefined;
-  // Also built before the caches start: it listens to the AgentCard caches for the cards that
-  // name an issuer, and tells the card controller what it knows of their Certificates.
-  issuing.issuer = flags.issuer
-    ? new IssuerController({
-        client,
-        log,
-        caches: controller.caches(),
-        policy: flags.issuer,
-        resyncMs: flags.resyncMs,
-        onIssuance: (key) => controller.requeue(key),
-        gate: apiHealth,
-        onWrite: (resource) => metrics.apiWrites.inc({ resource: `issuer-${resource}` }),
-        observer: metrics.runtime.controller(CONTROLLER_NAMES.issuer),
-      })
-    : undefined;
-  built.cards = controller;
+  const controllers = [controller, catalogs, adoption, issuer].filter((c) => c !== undefined);
 
   const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
   const elector = flags.leaderElect
@@ -290,17 +277,13 @@ export async function runOperator(
     onLeading: (leading) => metrics.leader.set(leading ? 1 : 0),
   });
   // Stopped in the reverse order: the reconcilers first, then the probe scheduler, then the
-  // Events they recorded are flushed.
+  // Events they recorded are flushed; the cache, on every replica, after the controllers.
   manager.add(
+    cache.runnable(),
     // Lost leadership drops the Events still queued: another replica may lead already.
     { name: 'events', mode: 'leader', start: async () => {}, stop: () => events.flush(3_000), cancel() {} },
-    { name: 'probe-scheduler', mode: 'leader', start: async () => {}, stop: () => probes.stop() },
-    ...controller.runnables(),
-    // A shared cache, as the AgentCard controller's: stopped after the controllers that read it.
-    ...(namespaces ? [namespaces.runnable()] : []),
-    ...(catalogs?.runnables() ?? []),
-    ...(adoption?.runnables() ?? []),
-    ...(issuing.issuer?.runnables() ?? []),
+    { name: 'probe-scheduler', mode: 'leader', start: async () => {}, stop: () => controller.probes.stop() },
+    ...controllers.flatMap((c) => c.runnables()),
   );
 
   const health = await startHealthServer({
@@ -309,13 +292,7 @@ export async function runOperator(
     registry,
     notReadyReason: () => {
       if (elector && !manager.isLeading) return undefined; // a standby is ready to take over
-      const unsynced = [
-        ...controller.unsynced(),
-        ...(namespaces?.unsynced() ?? []),
-        ...(catalogs?.unsynced() ?? []),
-        ...(adoption?.unsynced() ?? []),
-        ...(issuing.issuer?.unsynced() ?? []),
-      ];
+      const unsynced = cache.unsynced();
       return unsynced.length ? `informers not synced: ${unsynced.join(', ')}` : undefined;
     },
   });

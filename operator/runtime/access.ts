@@ -76,11 +76,3 @@ export async function checkListAccess(
     }),
   );
 }
-
-/** Resolves once every cache has loaded its first list; rejects when `signal` aborts first. */
-export async function waitForCaches(
-  caches: ReadonlyArray<{ waitForSync(signal?: AbortSignal): Promise<void> }>,
-  signal: AbortSignal,
-): Promise<void> {
-  await Promise.all(caches.map((c) => c.waitForSync(signal)));
-}

@@ -1,10 +1,10 @@
 /**
- * A reconciler and the two runnables every controller is made of (manager.ts):
- * - its caches (`always`): the access check (access.ts), then the informers, on every replica;
- * - its reconcile loop (`leader`): waits for the caches, queues every key once, starts the
- *   periodic resync, and runs `reconcile(key, signal)` from the work queue. `signal` aborts when
- *   the loop is cancelled (lost leadership, or shutdown past its budget): every API call the
- *   reconcile makes takes it, so cancelled work ends at once instead of racing a timer.
+ * A reconciler, and what the builder (builder.ts) makes of it:
+ * - its reconcile loop (`leader`, manager.ts): waits for the caches (cache.ts), queues every key
+ *   once, starts the periodic resync, and runs `reconcile(key, signal)` from the work queue.
+ *   `signal` aborts when the loop is cancelled (lost leadership, or shutdown past its budget):
+ *   every API call the reconcile makes takes it, so cancelled work ends at once instead of racing
+ *   a timer.
  * - its work queue (`reconcileQueue`): the reconcile with the loop's signal, the outage gate, the
  *   metrics (workqueue_*, controller_runtime_reconcile_*, labelled by the controller's name) and
  *   one warning per failed run with the backoff before its retry.
@@ -14,12 +14,18 @@ import type { BackoffOptions } from '../kube/backoff.ts';
 import type { Clock } from '../kube/clock.ts';
 import { describeApiError } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
-import { whenAborted } from './abort.ts';
-import type { Runnable } from './manager.ts';
+import type { StartupView } from './startup.ts';
 
-/** One function of (key, signal) → result: what a controller adds to the runtime. */
+/**
+ * What a controller adds to the runtime (builder.ts builds the rest): the reconcile of one key,
+ * and every key it has, at start and for the periodic resync.
+ */
 export interface Reconciler {
   reconcile(key: string, signal: AbortSignal): Promise<HandlerResult>;
+  /** Every key; `view` puts it in the start-up lane (startup.ts), none: `low`. */
+  keys(): Iterable<{ key: string; view?: StartupView }>;
+  /** Called once the loop has queued every key (for one log line). */
+  started?(counts: { high: number; low: number }): void;
 }
 
 /**
@@ -37,52 +43,6 @@ export class WorkSignal {
   cancel(): void {
     this.controller.abort(new DOMException('the reconcile loop stopped', 'AbortError'));
   }
-}
-
-export interface ControllerParts {
-  name: string;
-  /** Access check and informer start (resolves once started, not synced). */
-  startCaches(signal: AbortSignal): Promise<void>;
-  stopCaches(): Promise<void>;
-  /** Waits for the caches, then queues and reconciles. */
-  startReconciling(signal: AbortSignal): Promise<void>;
-  /** Stops taking work, waits for the reconciles in flight. */
-  stopReconciling(): Promise<void>;
-  /** Aborts the reconciles in flight. */
-  cancel(): void;
-}
-
-/** The runnables of a controller: caches on every replica, reconciles on the leader. */
-export function controllerRunnables(parts: ControllerParts): [Runnable, Runnable] {
-  // The reconciler waits for its caches to have started (an informer not started yet cannot be
-  // waited for): without leader election both runnables start at the same moment.
-  let cachesStarted: () => void = () => {};
-  const started = new Promise<void>((resolve) => (cachesStarted = resolve));
-  return [
-    {
-      name: `${parts.name}-caches`,
-      mode: 'always',
-      start: async (signal) => {
-        await parts.startCaches(signal);
-        cachesStarted();
-      },
-      stop: () => parts.stopCaches(),
-    },
-    {
-      name: `${parts.name}-reconciler`,
-      mode: 'leader',
-      start: async (signal) => {
-        await Promise.race([started, whenAborted(signal)]);
-        if (signal.aborted) return;
-        await parts.startReconciling(signal);
-      },
-      stop: () => parts.stopReconciling(),
-      cancel: () => {
-        parts.cancel();
-        void parts.stopReconciling();
-      },
-    },
-  ];
 }
 
 export interface ReconcileQueueOptions {

@@ -46,15 +46,16 @@ export function startupPriority(view: StartupView): Priority {
 }
 
 /**
- * Queues every key of a controller at start: those the rule puts `high` first, then the rest
+ * Queues every key of a controller at start (builder.ts): those the rule puts `high` first, then the rest
  * `low`, each lane in the order given. Returns how many went into each lane (for the log line).
  */
 export function queueAtStart(
   queue: Pick<WorkQueue, 'add'>,
-  objects: Iterable<{ key: string; view: StartupView }>,
+  objects: Iterable<{ key: string; view?: StartupView }>,
 ): { high: number; low: number } {
   const lanes = { high: [] as string[], low: [] as string[] };
-  for (const { key, view } of objects) lanes[startupPriority(view)].push(key);
+  // A controller whose objects publish nothing (adoption, issuer) gives no view: all `low`.
+  for (const { key, view } of objects) lanes[view ? startupPriority(view) : 'low'].push(key);
   for (const key of lanes.high) queue.add(key, 'high');
   for (const key of lanes.low) queue.add(key, 'low');
   return { high: lanes.high.length, low: lanes.low.length };

@@ -1,6 +1,7 @@
 /**
  * The one write path of every controller: published ConfigMaps and the status subresource, by
- * server-side apply (kube/api.ts), with
+ * server-side apply (kube/api.ts), and the objects a controller owns (create, apply, replace,
+ * delete with a UID precondition), every write counted; with
  * - read-your-writes (controller/write-overlay.ts): what a write returned is read until the cache
  *   moves past it;
  * - echo detection: the watch event of the controller's own write (its resourceVersion, or, when
@@ -13,7 +14,7 @@
  */
 import type { KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
 import { applyConfigMap, applyStatus, type ResourceRef } from '../kube/api.ts';
-import type { KubeClient } from '../kube/client.ts';
+import { CONTENT_TYPE, type KubeClient } from '../kube/client.ts';
 import { apiStatusCode, describeApiError, isNotFound } from '../kube/errors.ts';
 import { isOutage } from '../kube/health.ts';
 import { configMapUpToDate, type ConfigMapObject, type LiveConfigMap } from './configmaps.ts';
@@ -36,8 +37,11 @@ export type PublishOutcome =
 
 export interface WriterOptions {
   client: KubeClient;
-  /** Counts each write attempt (the operator's agentcard_api_writes_total). */
-  onWrite?: (resource: 'configmap' | 'status') => void;
+  /**
+   * Counts each write attempt (the operator's agentcard_api_writes_total): `configmap`, `status`,
+   * or the resource named to the owned-object writes (`agentcard`, `certificate`).
+   */
+  onWrite?: (resource: string) => void;
 }
 
 export class Writer<Owner extends KubernetesObject> {
@@ -145,6 +149,58 @@ export class Writer<Owner extends KubernetesObject> {
       return true;
     } catch (err) {
       if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  // ---- objects the controller owns (adopted AgentCards, requested Certificates) -----------------
+
+  /**
+   * Server-side apply of an object this controller owns, under its own field manager (force: the
+   * fields are its to set). `resource` names it in the write counter.
+   */
+  async applyOwned(
+    resource: string,
+    path: string,
+    body: Record<string, unknown>,
+    fieldManager: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    this.opts.onWrite?.(resource);
+    await this.opts.client.request('PATCH', path, {
+      query: { fieldManager, force: true },
+      body,
+      contentType: CONTENT_TYPE.apply,
+      signal,
+    });
+  }
+
+  /** Creates an owned object in `collection`; a 409 (it exists) is thrown for the caller to judge. */
+  async create<T>(resource: string, collection: string, body: unknown, signal: AbortSignal): Promise<T> {
+    this.opts.onWrite?.(resource);
+    return this.opts.client.request<T>('POST', collection, { body, signal });
+  }
+
+  /**
+   * Replaces an owned object whole (a PUT with the resourceVersion read): fields someone set by
+   * hand go, which server-side apply would keep under another manager.
+   */
+  async replace<T>(resource: string, path: string, body: unknown, signal: AbortSignal): Promise<T> {
+    this.opts.onWrite?.(resource);
+    return this.opts.client.request<T>('PUT', path, { body, signal });
+  }
+
+  /**
+   * Deletes an owned object, only the one of this UID (a precondition: never a newer object that
+   * took its name). False when it is already gone, or was replaced meanwhile (409).
+   */
+  async deleteOwned(resource: string, path: string, uid: string, signal: AbortSignal): Promise<boolean> {
+    this.opts.onWrite?.(resource);
+    try {
+      await this.opts.client.request('DELETE', path, { body: { preconditions: { uid } }, signal });
+      return true;
+    } catch (err) {
+      if (isNotFound(err) || apiStatusCode(err) === 409) return false;
       throw err;
     }
   }

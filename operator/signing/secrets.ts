@@ -3,16 +3,22 @@
  * from the Secret caches when there, else one GET each (only Secret metadata is watched
  * cluster-wide). Shared by the AgentCard and catalog controllers.
  */
+import type { V1Secret } from '@kubernetes/client-node';
 import { SIGNING_KEY_LABEL } from '../api/names.ts';
 import { readSecret } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
-import type { Informers } from '../controllers/agentcard/informers.ts';
 import type { SecretView } from './keys.ts';
 import { referencedSecretNames } from './secret-index.ts';
 
 export async function readReferencedSecrets(
   client: KubeClient,
-  scope: Pick<Informers, 'secrets' | 'secretNames'> | undefined,
+  /** The Secret caches (controllers/cache/collections.ts secretCaches); none: every one by GET. */
+  caches:
+    | {
+        secrets: ReadonlyArray<{ get(name: string, namespace?: string): V1Secret | undefined }>;
+        secretNames?: readonly string[];
+      }
+    | undefined,
   namespace: string,
   spec: unknown,
   signal?: AbortSignal,
@@ -21,10 +27,10 @@ export async function readReferencedSecrets(
 ): Promise<Map<string, SecretView | undefined>> {
   const out = new Map<string, SecretView | undefined>();
   for (const name of referencedSecretNames(spec, cardName)) {
-    const cached = scope?.secrets.map((c) => c.get(name, namespace)).find((s) => s !== undefined);
+    const cached = caches?.secrets.map((c) => c.get(name, namespace)).find((s) => s !== undefined);
     // Named mode: the caches hold every Secret the operator may read; any other is not readable.
     const secret =
-      cached ?? (scope?.secretNames ? undefined : await readSecret(client, namespace, name, signal));
+      cached ?? (caches?.secretNames ? undefined : await readSecret(client, namespace, name, signal));
     out.set(
       name,
       secret

@@ -12,8 +12,9 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Controller } from '../../operator/controllers/agentcard/controller.ts';
+import { Cache } from '../../operator/runtime/cache.ts';
 import { objectKey } from '../../operator/runtime/keys.ts';
-import { ControllerMetrics } from '../../operator/controllers/agentcard/metrics.ts';
+import { ControllerMetrics } from '../../operator/controllers/metrics.ts';
 import { noProbes } from '../../operator/controllers/agentcard/probes.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { EventRecorder } from '../../operator/kube/events.ts';
@@ -45,9 +46,11 @@ describe('a reconcile waiting on the API server', () => {
     relayed.loadFromFile(kubeconfigThrough(kc, relay, join(dir, 'kubeconfig')));
     const client = new KubeClient(relayed);
     const { lines, log } = captureLogs('info');
+    const cache = new Cache({ client, log, namespaces: [ns.name] });
     const controller = new Controller({
       client,
-      namespaces: [ns.name],
+      cache,
+      runtime: { log },
       concurrency: 1,
       resyncMs: 600_000,
       log,
@@ -59,9 +62,10 @@ describe('a reconcile waiting on the API server', () => {
         reportingController: 'agentcard.dev/operator',
         reportingInstance: 'controller-cancel',
       }),
-      probes: noProbes(),
+      probes: () => noProbes(),
     });
-    const [caches, reconciler] = controller.runnables();
+    const caches = cache.runnable();
+    const [reconciler] = controller.runnables();
     const running = new AbortController();
     try {
       await caches!.start(running.signal);

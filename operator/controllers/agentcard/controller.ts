@@ -23,7 +23,7 @@
  * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
  */
 import { createHash } from 'node:crypto';
-import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Secret, KubernetesObject } from '@kubernetes/client-node';
 import {
   API_VERSION,
   CARD_LABEL,
@@ -36,18 +36,25 @@ import {
 } from '../../api/names.ts';
 import type { IssuanceState } from '../../signing/issuance.ts';
 import type { AgentCardSpec } from '../../card/resource.ts';
-import { collectionPath } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Logger } from '../../log.ts';
-import { allInformers, createInformers, type Informers } from './informers.ts';
+import {
+  AGENT_CARDS,
+  OWNED_CONFIGMAPS,
+  PODS,
+  secretCaches,
+  type CachedAgentCard,
+  type SecretCaches,
+} from '../cache/collections.ts';
+import type { CachedConfigMap } from '../cache/configmap-trim.ts';
 import { objectKey, splitKey } from '../../runtime/keys.ts';
-import { CONTROLLER_NAMES, type ControllerMetrics } from './metrics.ts';
+import { CONTROLLER_NAMES, type ControllerMetrics } from '../metrics.ts';
 import { reconcilePlan } from './plan.ts';
 import { type AgentCardObject } from '../../api/objects.ts';
 import { publishResult } from '../../runtime/outcome.ts';
-import { PodIndex } from './pod-index.ts';
-import type { ProbeHooks } from './probes.ts';
+import { PodIndex } from '../../serving/pod-index.ts';
+import type { ProbeHooks, ProbeWiringOptions } from './probes.ts';
 import { readReferencedSecrets } from '../../signing/secrets.ts';
 import { referencedSecretNames, SecretIndex } from '../../signing/secret-index.ts';
 import { summarizeServing } from '../../serving/pods.ts';
@@ -57,14 +64,21 @@ import { CentralHosts } from '../../serving/central-hosts.ts';
 import { withServingCondition } from './serving-condition.ts';
 import { sortedJson } from '../../runtime/sorted-json.ts';
 import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
-import type { HandlerResult, Priority, QueueGate, WorkQueue } from '../../runtime/workqueue.ts';
+import type { HandlerResult, Priority, WorkQueue } from '../../runtime/workqueue.ts';
 import { SourceTracker, type SourceDeps } from '../../source/tracker.ts';
 import { systemClock, type Clock } from '../../kube/clock.ts';
 import { Writer } from '../../runtime/writes.ts';
-import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
 import type { Runnable } from '../../runtime/manager.ts';
-import { controllerRunnables, reconcileQueue, WorkSignal } from '../../runtime/reconciler.ts';
-import { queueAtStart } from '../../runtime/startup.ts';
+import {
+  ControllerBuilder,
+  type BuiltController,
+  type EventType,
+  type Request,
+  type Runtime,
+} from '../../runtime/builder.ts';
+import type { Cache, SharedInformer } from '../../runtime/cache.ts';
+import type { Channel } from '../../runtime/channel.ts';
+import type { StartupView } from '../../runtime/startup.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 
@@ -77,23 +91,30 @@ function statusDigest(status: unknown): string {
 
 export interface ControllerOptions {
   client: KubeClient;
-  /** Namespaces to watch; empty: all namespaces. */
-  namespaces: string[];
+  /** The manager's cache (runtime/cache.ts) and what every controller shares. */
+  cache: Cache;
+  runtime: Runtime;
   /** Named mode: the only Secrets the operator may read, by name (`--secret-name`). */
   secretNames?: readonly string[];
   /**
    * Set when the operator requests signing certificates (--cert-manager): what the issuer
-   * controller knows of a card's Certificate (operator/issuer/), read when its key is resolved.
+   * controller knows of a card's Certificate (controllers/issuer/), read when its key is resolved;
+   * `wake` is where the issuer says that it changed.
    */
-  issuance?: (cardKey: string) => IssuanceState | undefined;
+  issuance?: { state: (cardKey: string) => IssuanceState | undefined; wake: Channel };
   concurrency: number;
   resyncMs: number;
   log: Logger;
   metrics: ControllerMetrics;
   events: EventRecorder;
-  probes: ProbeHooks;
-  /** Holds the work queue while the API server is away (kube/health.ts); none: never held. */
-  gate?: QueueGate;
+  /**
+   * The probes of the cards' interfaces (probes.ts probeWiring, or noProbes), made with what they
+   * read of this controller: a card's live status, and a way to queue it again.
+   */
+  probes: (card: {
+    liveStatus: ProbeWiringOptions['liveStatus'];
+    requeue: (key: string) => void;
+  }) => ProbeHooks;
   /** Fetching the cards of spec.source (operator/source/); none: adopted cards are not fetched. */
   source?: Omit<SourceDeps, 'clock'>;
   /** Time for the source's re-fetch schedule and the queue's delays (a manual clock in tests). */
@@ -102,10 +123,14 @@ export interface ControllerOptions {
 
 export class Controller {
   readonly queue: WorkQueue;
+  /** The probes (probes.ts): the manager stops their scheduler after the reconciles. */
+  readonly probes: ProbeHooks;
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
-  /** Per watched namespace ('' = all namespaces). */
-  private readonly informers = new Map<string, Informers>();
+  private readonly cards: SharedInformer<CachedAgentCard>;
+  private readonly configMaps: SharedInformer<CachedConfigMap>;
+  private readonly secrets: SecretCaches;
+  private readonly built: BuiltController;
   private readonly secretIndex = new SecretIndex();
   /**
    * A digest of the controller-owned status each card should have (what the last reconcile
@@ -116,9 +141,6 @@ export class Controller {
   /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
   private readonly writer: Writer<AgentCardObject & KubernetesObject>;
   private readonly pods = new PodIndex();
-  private started = false;
-  /** Aborts the reconciles in flight when the loop is cancelled. */
-  private readonly work = new WorkSignal();
   /** The adopted cards' sources: what each one serves, and when it is fetched again. */
   private readonly sources: SourceTracker;
   /** Hosts claimed on the central card server, for the Serving condition (serving/central-hosts.ts). */
@@ -144,160 +166,73 @@ export class Controller {
         })),
       servicePort: opts.source?.servicePort ?? (async () => undefined),
     });
-    this.queue = reconcileQueue({
-      reconcile: (key, signal) => this.reconcile(key, signal),
-      work: this.work,
-      concurrency: opts.concurrency,
-      clock,
-      gate: opts.gate,
-      observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
-      onDepth: (d) => opts.metrics.workqueueDepth.set(d),
-      log: this.log,
-      failure: 'reconcile failed; retrying',
-      fields: (key) => {
-        const [namespace, name] = splitKey(key);
-        return { namespace, name };
+    this.probes = opts.probes({
+      liveStatus: (key) => this.liveStatus(key),
+      requeue: (key) => this.requeue(key),
+    });
+    const { cache } = opts;
+    this.cards = cache.informer(AGENT_CARDS);
+    this.configMaps = cache.informer(OWNED_CONFIGMAPS);
+    this.secrets = secretCaches(cache, opts.secretNames);
+    const builder = new ControllerBuilder(
+      { ...opts.runtime, clock },
+      {
+        name: CONTROLLER_NAMES.cards,
+        concurrency: opts.concurrency,
+        resyncMs: opts.resyncMs,
+        failure: 'reconcile failed; retrying',
+        fields: (key) => {
+          const [namespace, name] = splitKey(key);
+          return { namespace, name };
+        },
+        onDepth: (d) => opts.metrics.workqueueDepth.set(d),
       },
-    });
-    const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
-    for (const ns of scopes) this.informers.set(ns, this.makeInformers(ns || undefined));
-    // The API server answers again: watches waiting out their backoff resume now, so the caches
-    // catch up with what changed during the outage before the queue works from them.
-    opts.gate?.onRecover(() => {
-      for (const informer of this.all()) informer.retryNow();
-    });
+    )
+      .watches(this.cards, (card, { type, old }) => this.onCard(card, type, old))
+      .watches(this.configMaps, (cm, { type }) => this.onConfigMap(cm, type === 'delete'))
+      .watches(cache.informer(PODS), (pod, { type }) => this.pods.update(pod, type === 'delete'));
+    for (const secrets of [...this.secrets.secrets, ...this.secrets.metadata])
+      builder.watches(secrets as SharedInformer<KubernetesObject>, (secret) => this.onSecret(secret));
+    if (opts.issuance) builder.wakes(opts.issuance.wake);
+    this.built = builder.complete(this);
+    this.queue = this.built.queue;
   }
 
-  private makeInformers(namespace: string | undefined): Informers {
-    const informers = createInformers(this.opts.client, this.log, namespace, this.opts.secretNames);
-    const { cards, configMaps, secrets, secretMetadata, pods } = informers;
-    cards.on('add', (obj) => this.onCard(obj));
-    cards.on('update', (obj, old) => this.onCard(obj, old));
-    cards.on('delete', (obj) => this.onCardDeleted(obj));
-    configMaps.on('add', (obj) => this.onConfigMap(obj, false));
-    configMaps.on('update', (obj) => this.onConfigMap(obj, false));
-    configMaps.on('delete', (obj) => this.onConfigMap(obj, true));
-    for (const informer of secrets) {
-      informer.on('add', (obj) => this.onSecret(obj));
-      informer.on('update', (obj) => this.onSecret(obj));
-      informer.on('delete', (obj) => this.onSecret(obj));
-    }
-    for (const informer of secretMetadata) {
-      informer.on('add', (obj) => this.onSecret(obj));
-      informer.on('update', (obj) => this.onSecret(obj));
-      informer.on('delete', (obj) => this.onSecret(obj));
-    }
-    pods.on('add', (obj) => this.onPod(obj, false));
-    pods.on('update', (obj) => this.onPod(obj, false));
-    pods.on('delete', (obj) => this.onPod(obj, true));
-    return informers;
-  }
-
-  private all() {
-    return allInformers(this.informers.values());
-  }
-
-  /**
-   * The caches by watched namespace ('' = all namespaces), for controllers that read the same
-   * objects (the catalog controller): they add handlers, never a second watch of the same objects.
-   */
-  caches(): ReadonlyMap<string, Informers> {
-    return this.informers;
+  /** The controller's runnables (runtime/manager.ts): its reconcile loop, on the leader. */
+  runnables(): Runnable[] {
+    return this.built.runnables();
   }
 
   /** Names of informers that have not loaded their first list yet. */
   unsynced(): string[] {
-    return this.all()
-      .filter((i) => !i.synced)
-      .map((i) => i.name);
+    return this.built.unsynced();
   }
 
-  /** The collections the caches list, for the access check before they start (runtime/access.ts). */
-  listSources(): ListSource[] {
-    return [...this.informers.keys()].flatMap((ns) => {
-      const where = ns ? `namespace ${ns}` : 'every namespace';
-      const namespace = ns || undefined;
-      return [
-        {
-          what: `agentcards in ${where}`,
-          path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
-        },
-        { what: `configmaps in ${where}`, path: collectionPath('/api/v1', 'configmaps', namespace) },
-        ...(this.opts.secretNames?.length
-          ? this.opts.secretNames.map((name) => ({
-              what: `secrets named ${name} in ${where}`,
-              path: collectionPath('/api/v1', 'secrets', namespace),
-              fieldSelector: `metadata.name=${name}`,
-            }))
-          : [{ what: `secrets in ${where}`, path: collectionPath('/api/v1', 'secrets', namespace) }]),
-        { what: `pods in ${where}`, path: collectionPath('/api/v1', 'pods', namespace) },
-      ];
-    });
-  }
-
-  /** The controller's runnables (runtime/manager.ts): caches on every replica, reconciles on the leader. */
-  runnables(): Runnable[] {
-    return controllerRunnables({
-      name: 'agentcard',
-      startCaches: async (signal) => {
-        await checkListAccess(this.opts.client, this.listSources(), { signal, log: this.log });
-        await Promise.all(this.all().map((i) => i.start()));
-      },
-      stopCaches: () => this.stopCaches(),
-      startReconciling: (signal) => this.startReconciling(signal),
-      stopReconciling: () => this.queue.shutdown(),
-      cancel: () => this.work.cancel(),
-    });
-  }
-
-  /**
-   * Once every cache is loaded, queues every AgentCard and starts the periodic resync.
-   * Reconciles never run on a partial cache (that would rewrite existing objects).
-   */
-  async startReconciling(signal: AbortSignal): Promise<void> {
-    await waitForCaches(this.all(), signal);
-    if (this.queue.shuttingDown) return;
-    this.started = true;
-    // Cards that need a write first (runtime/startup.ts), then the re-plan of the rest.
-    const informers = [...this.informers.values()];
-    const lanes = queueAtStart(
-      this.queue,
-      informers.flatMap(({ cards, configMaps }) =>
-        cards.list().map((card) => {
-          const { namespace, name } = card.metadata;
-          const configMap = configMaps.get(configMapName(name), namespace);
-          return { key: objectKey(namespace, name), view: cardStartupView(card, configMap) };
-        }),
-      ),
-    );
-    this.log.info('caches synced; reconciling', { agentCards: lanes.high + lanes.low, changed: lanes.high });
-    this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
-  }
-
-  private async stopCaches(): Promise<void> {
-    await Promise.all(this.all().map((i) => i.stop()));
-  }
-
-  private cardKeys(): string[] {
-    const keys: string[] = [];
-    for (const { cards } of this.informers.values()) {
-      for (const c of cards.list()) keys.push(objectKey(c.metadata.namespace, c.metadata.name));
+  /** Every AgentCard; at start, those whose spec or ConfigMap changed go first (runtime/startup.ts). */
+  *keys(): Iterable<{ key: string; view: StartupView }> {
+    for (const card of this.cards.list()) {
+      const { namespace, name } = card.metadata;
+      const configMap = this.configMaps.get(configMapName(name), namespace);
+      yield { key: objectKey(namespace, name), view: cardStartupView(card, configMap) };
     }
-    return keys;
+  }
+
+  started(lanes: { high: number; low: number }): void {
+    this.log.info('caches synced; reconciling', { agentCards: lanes.high + lanes.low, changed: lanes.high });
   }
 
   private enqueue(key: string, priority: Priority = 'high'): void {
-    if (this.started) this.queue.add(key, priority);
+    this.built.enqueue({ key, priority });
   }
 
-  private scopeOf(namespace: string): Informers | undefined {
-    return this.informers.get(namespace) ?? this.informers.get('');
-  }
-
-  // ---- event handlers ------------------------------------------------------------------------
+  // ---- event handlers (each returns the keys to reconcile) ---------------------------------
 
   /** `old`: the cached card an update replaces (none: added). */
-  private onCard(obj: AgentCardObject, old?: AgentCardObject): void {
+  private onCard(obj: AgentCardObject, type: EventType, old?: AgentCardObject): string[] {
+    if (type === 'delete') {
+      this.onCardDeleted(obj);
+      return [];
+    }
     const { namespace, name } = obj.metadata;
     const key = objectKey(namespace, name);
     this.secretIndex.set(
@@ -309,7 +244,7 @@ export class Controller {
       (old.metadata.generation ?? 0) !== (obj.metadata.generation ?? 0) ||
       !!obj.metadata.deletionTimestamp ||
       this.statusEditedByOthers(key, obj);
-    if (changed) this.enqueue(key);
+    return changed ? [key] : [];
   }
 
   /** Whether an update shows a controller-owned status other than the one last planned. */
@@ -327,26 +262,22 @@ export class Controller {
     this.writer.forgetOwner(key);
     this.writer.forgetConfigMap(namespace, configMapName(name));
     this.opts.metrics.forgetCard(namespace, name);
-    this.opts.probes.forget(key);
+    this.probes.forget(key);
     this.sources.forget(key);
     this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
   }
 
-  private onConfigMap(obj: V1ConfigMap, deleted: boolean): void {
+  private onConfigMap(obj: V1ConfigMap, deleted: boolean): string[] {
     const namespace = obj.metadata?.namespace ?? '';
     const owner =
       obj.metadata?.labels?.[CARD_LABEL] ??
       obj.metadata?.ownerReferences?.find((r) => r.controller && r.kind === KIND)?.name;
-    if (!owner) return;
+    if (!owner) return [];
     // Before the echo check: the echo of our own apply can be what starts or ends a conflict.
-    for (const card of this.centralHosts.update(obj, deleted)) this.enqueue(card);
+    const keys = this.centralHosts.update(obj, deleted);
     if (deleted) this.writer.forgetConfigMap(namespace, obj.metadata?.name ?? '');
-    else if (this.writer.isConfigMapEcho(obj)) return; // the echo of our own apply
-    this.enqueue(objectKey(namespace, owner));
-  }
-
-  private onPod(pod: V1Pod, deleted: boolean): void {
-    for (const card of this.pods.update(pod, deleted)) this.enqueue(card);
+    else if (this.writer.isConfigMapEcho(obj)) return keys; // the echo of our own apply
+    return [...keys, objectKey(namespace, owner)];
   }
 
   /**
@@ -356,22 +287,22 @@ export class Controller {
    * the metadata watch usually reports a new version first, and a card reconciled in between
    * still reads the old key from the labelled cache; that cache's own event re-queues it.
    */
-  private onSecret(obj: V1Secret | KubernetesObject): void {
+  private onSecret(obj: V1Secret | KubernetesObject): Request[] {
     const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
     // A Secret many cards share (a signing key) re-signs them in the background.
     const cards = this.secretIndex.cardsFor(key);
-    for (const card of cards) this.enqueue(card, cards.length > 1 ? 'low' : 'high');
+    return cards.map((card) => ({ key: card, priority: cards.length > 1 ? 'low' : 'high' }));
   }
 
   // ---- reads with read-your-writes -----------------------------------------------------------
 
   private currentCard(namespace: string, name: string): AgentCardObject | undefined {
-    const cached = this.scopeOf(namespace)?.cards.get(name, namespace);
+    const cached = this.cards.get(name, namespace);
     return this.writer.readOwner(objectKey(namespace, name), cached);
   }
 
   private currentConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
-    const cached = this.scopeOf(namespace)?.configMaps.get(name, namespace);
+    const cached = this.configMaps.get(name, namespace);
     return this.writer.readConfigMap(namespace, name, cached);
   }
 
@@ -381,7 +312,7 @@ export class Controller {
     const [namespace, name] = splitKey(key);
     const resource = this.currentCard(namespace, name);
     if (!resource || resource.metadata.deletionTimestamp) {
-      this.opts.probes.forget(key);
+      this.probes.forget(key);
       this.sources.forget(key);
       return;
     }
@@ -431,7 +362,7 @@ export class Controller {
     }
     const secrets = await readReferencedSecrets(
       this.opts.client,
-      this.scopeOf(namespace),
+      this.secrets,
       namespace,
       resource.spec,
       signal,
@@ -443,13 +374,13 @@ export class Controller {
       secrets,
       liveConfigMap: this.currentConfigMap(namespace, cmName),
       interfaces: (spec: AgentCardSpec | undefined) =>
-        this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
+        this.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
       now,
       serving: summarizeServing({ name, namespace }, this.pods.podsFor(key)),
       issued: {
         secretName: signingCertificateName(name),
         enabled: this.opts.issuance !== undefined,
-        state: this.opts.issuance?.(key),
+        state: this.opts.issuance?.state(key),
       },
       ...(source ? { source } : {}),
     };
@@ -462,7 +393,7 @@ export class Controller {
       publishResult(() =>
         this.writer.publish(
           [configMap],
-          (ns, n) => this.scopeOf(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+          (ns, n) => this.configMaps.get(n, ns)?.metadata?.resourceVersion,
           signal,
         ),
       ),
@@ -535,7 +466,7 @@ export class Controller {
       podsMissingSidecar: plan.status.serving?.podsMissingSidecar,
       signatures: plan.status.signatures,
     });
-    if (plan.spec) this.opts.probes.track(key, plan.spec, secrets);
+    if (plan.spec) this.probes.track(key, plan.spec, secrets);
     if (publishError) throw publishError;
     // The next fetch of the source, or a signing certificate's expiry warning or expiry, whichever
     // comes first (the queue keeps one delayed add per key).

@@ -5,7 +5,7 @@
  * re-plan of every other card.
  */
 import { DATA_KEYS } from '../../api/names.ts';
-import type { CachedConfigMap } from './configmap-cache.ts';
+import type { CachedConfigMap } from '../cache/configmap-trim.ts';
 import type { AgentCardObject } from '../../api/objects.ts';
 import { ownedStatus } from './status.ts';
 import type { StartupView } from '../../runtime/startup.ts';

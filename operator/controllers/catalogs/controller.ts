@@ -35,30 +35,45 @@ import {
   configMapName,
   type CatalogKind,
 } from '../../api/names.ts';
-import { collectionPath, readOptional } from '../../kube/api.ts';
+import type { AgentCardObject } from '../../api/objects.ts';
+import type { CardView } from '../../catalog/entries.ts';
 import type { TrustDocument, TrustSources } from '../../catalog/trust.ts';
+import { readOptional } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { systemClock, type Clock } from '../../kube/clock.ts';
 import { describeApiError } from '../../kube/errors.ts';
-import { ResilientInformer } from '../../kube/informer.ts';
 import type { Logger } from '../../log.ts';
-import type { CardView } from '../../catalog/entries.ts';
-import type { Informers } from '../agentcard/informers.ts';
+import {
+  ControllerBuilder,
+  type BuiltController,
+  type EventType,
+  type Request,
+  type Runtime,
+} from '../../runtime/builder.ts';
+import type { Cache, SharedInformer } from '../../runtime/cache.ts';
 import { objectKey } from '../../runtime/keys.ts';
-import type { AgentCardObject } from '../../api/objects.ts';
-import { readReferencedSecrets } from '../../signing/secrets.ts';
-import { referencedSecretNames } from '../../signing/secret-index.ts';
-import type { QueueGate, QueueObserver, WorkQueue } from '../../runtime/workqueue.ts';
-import { Writer } from '../../runtime/writes.ts';
-import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
 import type { Runnable } from '../../runtime/manager.ts';
-import { controllerRunnables, reconcileQueue, WorkSignal } from '../../runtime/reconciler.ts';
-import { queueAtStart } from '../../runtime/startup.ts';
-import { catalogStartupView } from './startup-priority.ts';
-import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
-import type { NamespaceCache } from '../../runtime/namespace-cache.ts';
-import { ownedCatalogStatus, reconcileCatalogPlan, type CatalogObject } from './plan.ts';
 import { publishResult } from '../../runtime/outcome.ts';
+import type { StartupView } from '../../runtime/startup.ts';
+import type { WorkQueue } from '../../runtime/workqueue.ts';
+import { Writer } from '../../runtime/writes.ts';
+import { referencedSecretNames } from '../../signing/secret-index.ts';
+import { readReferencedSecrets } from '../../signing/secrets.ts';
+import {
+  AGENT_CARDS,
+  AGENT_CATALOGS,
+  CLUSTER_AGENT_CATALOGS,
+  NAMESPACES,
+  OWNED_CONFIGMAPS,
+  secretCaches,
+  type CachedAgentCard,
+  type SecretCaches,
+} from '../cache/collections.ts';
+import type { CachedConfigMap } from '../cache/configmap-trim.ts';
+import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
+import { ownedCatalogStatus, reconcileCatalogPlan, type CatalogObject } from './plan.ts';
+import { catalogStartupView } from './startup-priority.ts';
+import { CONTROLLER_NAMES } from '../metrics.ts';
 
 /** How long card events are gathered before the catalogs they touch are rebuilt. */
 export const DEBOUNCE_MS = 250;
@@ -68,40 +83,22 @@ const BUILD_SHARE = 2;
 export interface CatalogControllerOptions {
   client: KubeClient;
   log: Logger;
-  /** The AgentCard controller's caches by watched namespace ('' = all). */
-  caches: ReadonlyMap<string, Informers>;
+  /** The manager's cache (runtime/cache.ts) and what every controller shares. */
+  cache: Cache;
+  runtime: Runtime;
+  /** Named mode (`--secret-name`): the same Secret watches as the AgentCard controller's. */
+  secretNames?: readonly string[];
   /** Where ClusterAgentCatalogs publish (and read their signing keys): the operator's namespace. */
   clusterNamespace: string;
   /**
-   * Reconcile ClusterAgentCatalogs (they list the cards of every watched namespace and need to
-   * read Namespaces); default: when every namespace is watched.
+   * Reconcile ClusterAgentCatalogs (they list the cards of every watched namespace and read the
+   * Namespaces' labels); default: when every namespace is watched.
    */
   clusterCatalogs?: boolean;
-  /**
-   * The operator's shared Namespace cache (namespace-cache.ts), which ClusterAgentCatalogs read
-   * for their namespaceSelector; required when they are reconciled (clusterCatalogsOn).
-   */
-  namespaces?: NamespaceCache;
   concurrency?: number;
   resyncMs: number;
   /** Counts API writes (the operator's metrics). */
   onWrite?: (resource: string) => void;
-  /**
-   * The API server's health (kube/health.ts): holds the work queue during an outage, as the
-   * AgentCard controller's; on recovery, informers in backoff resume at once.
-   */
-  gate?: QueueGate;
-  /** Time for the work queue and the rest between rebuilds (a manual clock in tests). */
-  clock?: Clock;
-  /** The work queue's metrics (workqueue_*, controller_runtime_reconcile_*). */
-  observer?: QueueObserver;
-}
-
-/** Whether ClusterAgentCatalogs are reconciled: as asked, else when every namespace is watched. */
-export function clusterCatalogsOn(
-  opts: Pick<CatalogControllerOptions, 'clusterCatalogs' | 'caches'>,
-): boolean {
-  return opts.clusterCatalogs ?? opts.caches.has('');
 }
 
 type CatalogRef = { kind: CatalogKind; namespace: string; name: string };
@@ -111,217 +108,104 @@ function parseKey(key: string): CatalogRef {
   return { kind: kind as CatalogKind, namespace: namespace!, name: rest.join('/') };
 }
 
+type CachedCatalog = CatalogObject & KubernetesObject;
+
 export class CatalogController {
   readonly queue: WorkQueue;
   private readonly opts: CatalogControllerOptions;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly cluster: boolean;
-  private readonly catalogs = new Map<string, ResilientInformer<CatalogObject & KubernetesObject>>();
-  private clusterCatalogs?: ResilientInformer<CatalogObject & KubernetesObject>;
-  /** The shared Namespace cache's informer (namespace-cache.ts): handlers here, started there. */
-  private namespaces?: ResilientInformer<V1Namespace>;
-  /** Tells the shared Namespace cache whether this controller needs it (namespace-cache.ts). */
-  private readonly needNamespaces: (needed: boolean) => void = () => {};
+  private readonly catalogs: SharedInformer<CachedCatalog>;
+  private readonly clusterCatalogs?: SharedInformer<CachedCatalog>;
+  /** Read for a ClusterAgentCatalog's namespaceSelector; watched only while those are. */
+  private readonly namespaces?: SharedInformer<V1Namespace>;
+  private readonly cards: SharedInformer<CachedAgentCard>;
+  private readonly configMaps: SharedInformer<CachedConfigMap>;
+  private readonly secrets: SecretCaches;
+  private readonly built: BuiltController;
   private readonly cardPrints = new Map<string, string>();
   /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
   private readonly writer: Writer<CatalogObject & KubernetesObject>;
-  private started = false;
-  /** Aborts the reconciles in flight when the loop is cancelled. */
-  private readonly work = new WorkSignal();
   /** Each catalog's last reconcile: how long it took (ms) and when it ended. */
   private readonly lastBuild = new Map<string, { ms: number; endedAt: number }>();
 
   constructor(opts: CatalogControllerOptions) {
     this.opts = opts;
     this.log = opts.log.child({ controller: 'catalogs' });
-    this.cluster = clusterCatalogsOn(opts);
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.runtime.clock ?? systemClock;
     this.writer = new Writer({ client: opts.client, onWrite: (resource) => opts.onWrite?.(resource) });
-    this.queue = reconcileQueue({
-      reconcile: (key, signal) => this.reconcile(key, signal),
-      work: this.work,
-      concurrency: opts.concurrency ?? 2,
-      gate: opts.gate,
-      clock: this.clock,
-      observer: opts.observer,
-      log: this.log,
-      failure: 'catalog reconcile failed; retrying',
-      fields: (key) => ({ catalog: key }),
-    });
-    const api = `/apis/${GROUP}/${VERSION}`;
-    for (const ns of opts.caches.keys()) {
-      const inf = new ResilientInformer<CatalogObject & KubernetesObject>({
-        name: `agentcatalogs/${ns || '*'}`,
-        client: opts.client,
-        path: collectionPath(api, CATALOG_PLURAL, ns || undefined),
-        log: opts.log,
-        clock: this.clock,
+    const { cache } = opts;
+    this.catalogs = cache.informer<CachedCatalog>(AGENT_CATALOGS);
+    this.cards = cache.informer(AGENT_CARDS);
+    this.configMaps = cache.informer(OWNED_CONFIGMAPS);
+    this.secrets = secretCaches(cache, opts.secretNames);
+    const builder = new ControllerBuilder(
+      { ...opts.runtime, log: this.log },
+      {
+        name: CONTROLLER_NAMES.catalogs,
+        concurrency: opts.concurrency ?? 2,
+        resyncMs: opts.resyncMs,
+        failure: 'catalog reconcile failed; retrying',
+        fields: (key) => ({ catalog: key }),
+      },
+    )
+      .watches(this.catalogs, (c, event) => this.onCatalog(CATALOG_KIND, c, event))
+      .watches(this.cards, (c, { type }) => this.onCard(c, type === 'delete'))
+      .watches(this.configMaps, (cm, { type }) => this.onConfigMap(cm, type === 'delete'));
+    if (opts.clusterCatalogs ?? cache.allNamespaces) {
+      this.clusterCatalogs = cache.informer<CachedCatalog>(CLUSTER_AGENT_CATALOGS);
+      this.namespaces = cache.informer({
+        ...NAMESPACES,
+        with: this.clusterCatalogs as SharedInformer<KubernetesObject>,
       });
-      this.watchCatalogs(inf, CATALOG_KIND);
-      this.catalogs.set(ns, inf);
+      builder
+        .watches(this.clusterCatalogs, (c, event) => this.onCatalog(CLUSTER_CATALOG_KIND, c, event))
+        // Only a change of labels matters (namespaceSelector): the informer hands old and new.
+        .watches(this.namespaces, (ns, { type, old }) =>
+          type === 'update' && sameLabels(old?.metadata?.labels ?? {}, ns.metadata?.labels ?? {})
+            ? []
+            : this.clusterKeys(),
+        );
     }
-    if (this.cluster) {
-      this.clusterCatalogs = new ResilientInformer<CatalogObject & KubernetesObject>({
-        name: 'clusteragentcatalogs',
-        client: opts.client,
-        path: `${api}/${CLUSTER_CATALOG_PLURAL}`,
-        log: opts.log,
-        clock: this.clock,
-      });
-      this.watchCatalogs(this.clusterCatalogs, CLUSTER_CATALOG_KIND);
-      if (!opts.namespaces) throw new Error('cluster catalogs need the shared Namespace cache');
-      this.namespaces = opts.namespaces.informer;
-      this.needNamespaces = opts.namespaces.use();
-      // Only a change of labels matters (namespaceSelector): the informer hands old and new.
-      this.namespaces.addEventHandler({
-        add: () => this.enqueueCluster(),
-        update: (old, now) => {
-          if (!sameLabels(old.metadata?.labels ?? {}, now.metadata?.labels ?? {})) this.enqueueCluster();
-        },
-        delete: () => this.enqueueCluster(),
-      });
-    }
-    // As the AgentCard controller's: the API server answers again, so watches waiting out their
-    // backoff resume now instead of up to 30 s later.
-    opts.gate?.onRecover(() => {
-      for (const informer of this.own()) informer.retryNow();
-    });
-    for (const scope of opts.caches.values()) {
-      scope.cards.on('add', (c) => this.onCard(c, false));
-      scope.cards.on('update', (c) => this.onCard(c, false));
-      scope.cards.on('delete', (c) => this.onCard(c, true));
-      scope.configMaps.on('add', (cm) => this.onConfigMap(cm, false));
-      scope.configMaps.on('update', (cm) => this.onConfigMap(cm, false));
-      scope.configMaps.on('delete', (cm) => this.onConfigMap(cm, true));
-      // Labelled Secrets (data cached) and every Secret's metadata: a signing key created, rotated
-      // or deleted, labelled or not, rebuilds the catalogs that use it (once per version).
-      for (const secrets of scope.secrets) {
-        secrets.on('add', (s) => this.onSecret(s));
-        secrets.on('update', (s) => this.onSecret(s));
-        secrets.on('delete', (s) => this.onSecret(s));
-      }
-      for (const metadata of scope.secretMetadata) {
-        metadata.on('add', (s) => this.onSecret(s));
-        metadata.on('update', (s) => this.onSecret(s));
-        metadata.on('delete', (s) => this.onSecret(s));
-      }
-    }
-  }
-
-  private own(): Array<ResilientInformer<CatalogObject & KubernetesObject>> {
-    // Not the Namespace informer: the shared cache starts, stops and retries it (namespace-cache.ts).
-    return [...this.catalogs.values(), ...(this.clusterCatalogs ? [this.clusterCatalogs] : [])];
-  }
-
-  /** The resources the API group serves (discovery), so a missing CRD is known before any watch. */
-  private async servedPlurals(): Promise<Set<string>> {
-    try {
-      const list = await readOptional<{ resources?: Array<{ name?: string }> }>(
-        this.opts.client,
-        `/apis/${GROUP}/${VERSION}`,
-      );
-      return new Set((list?.resources ?? []).map((r) => r.name ?? ''));
-    } catch (err) {
-      // Discovery failing is not a reason to give up: the informers retry with backoff.
-      this.log.warn('API discovery failed; assuming the catalog CRDs are installed', {
-        error: describeApiError(err),
-      });
-      return new Set([CATALOG_PLURAL, CLUSTER_CATALOG_PLURAL]);
-    }
+    // Labelled Secrets (data cached) and every Secret's metadata: a signing key created, rotated
+    // or deleted, labelled or not, rebuilds the catalogs that use it (once per version).
+    for (const secrets of [...this.secrets.secrets, ...this.secrets.metadata])
+      builder.watches(secrets as SharedInformer<KubernetesObject>, (secret) => this.onSecret(secret));
+    this.built = builder.complete(this);
+    this.queue = this.built.queue;
   }
 
   unsynced(): string[] {
-    return this.own()
-      .filter((i) => !i.synced)
-      .map((i) => i.name);
+    return this.built.unsynced();
   }
 
-  /**
-   * The controller's runnables (runtime/manager.ts): its own watches on every replica, reconciles
-   * on the leader. When the catalog CRDs are not installed (chart value crds.enabled=false and not
-   * applied by hand), catalogs stay off with one warning instead of holding readiness back for
-   * every AgentCard.
-   */
+  /** The controller's runnables (runtime/manager.ts): its reconcile loop, on the leader. */
   runnables(): Runnable[] {
-    return controllerRunnables({
-      name: 'catalog',
-      startCaches: (signal) => this.startCaches(signal),
-      stopCaches: async () => {
-        await Promise.all(this.own().map((i) => i.stop()));
-      },
-      startReconciling: (signal) => this.startReconciling(signal),
-      stopReconciling: () => this.queue.shutdown(),
-      cancel: () => this.work.cancel(),
-    });
+    return this.built.runnables();
   }
 
-  private async startCaches(signal: AbortSignal): Promise<void> {
-    const served = await this.servedPlurals();
-    if (!served.has(CATALOG_PLURAL)) {
-      this.log.warn(
-        'the AgentCatalog CRD is not installed: catalogs are off until it is and the operator restarts',
-        {},
-      );
-      this.catalogs.clear();
-    }
-    if (this.clusterCatalogs && !served.has(CLUSTER_CATALOG_PLURAL)) {
-      this.log.warn(
-        'the ClusterAgentCatalog CRD is not installed: cluster catalogs are off until it is and the operator restarts',
-        {},
-      );
-      this.clusterCatalogs = undefined;
-      this.namespaces = undefined;
-    }
-    // Before the access check, which may wait: the shared Namespace cache starts once all its
-    // users have said whether they need it.
-    this.needNamespaces(this.namespaces !== undefined);
-    const api = `/apis/${GROUP}/${VERSION}`;
-    const sources: ListSource[] = [...this.catalogs.keys()].map((ns) => ({
-      what: `agentcatalogs in ${ns ? `namespace ${ns}` : 'every namespace'}`,
-      path: collectionPath(api, CATALOG_PLURAL, ns || undefined),
-    }));
-    // Namespaces: the shared cache checks its own access (namespace-cache.ts).
-    if (this.clusterCatalogs)
-      sources.push({ what: 'clusteragentcatalogs', path: `${api}/${CLUSTER_CATALOG_PLURAL}` });
-    await checkListAccess(this.opts.client, sources, { signal, log: this.log, clock: this.clock });
-    await Promise.all(this.own().map((i) => i.start()));
+  /** Every catalog; at start, those whose spec or published ConfigMap changed go first. */
+  *keys(): Iterable<{ key: string; view: StartupView }> {
+    const cachedConfigMap = (namespace: string, name: string) =>
+      this.configMaps.watches(namespace) ? this.configMaps.get(name, namespace) : 'unknown';
+    for (const { key, catalog } of this.catalogObjects())
+      yield { key, view: catalogStartupView(catalog, cachedConfigMap) };
   }
 
-  /** Once its watches and the shared caches are loaded: queues every catalog, starts the resync. */
-  private async startReconciling(signal: AbortSignal): Promise<void> {
-    const shared = [...this.opts.caches.values()].flatMap((s) => [s.cards, s.configMaps, ...s.secrets]);
-    const namespaces = this.namespaces ? [this.namespaces] : [];
-    await waitForCaches([...this.own(), ...namespaces, ...shared], signal);
-    if (this.queue.shuttingDown) return;
-    this.started = true;
-    // Catalogs that need a write first (runtime/startup.ts), then the re-plan of the rest.
-    const cachedConfigMap = (namespace: string, name: string) => {
-      const scope = this.scope(namespace);
-      return scope ? scope.configMaps.get(name, namespace) : 'unknown';
-    };
-    const lanes = queueAtStart(
-      this.queue,
-      this.catalogObjects().map(({ key, catalog }) => ({
-        key,
-        view: catalogStartupView(catalog, cachedConfigMap),
-      })),
-    );
+  started(lanes: { high: number; low: number }): void {
     this.log.info('caches synced; reconciling catalogs', {
       catalogs: lanes.high + lanes.low,
       changed: lanes.high,
     });
-    this.queue.startResync(this.opts.resyncMs, () => this.catalogKeys());
   }
 
   private catalogObjects(): Array<{ key: string; catalog: CatalogObject }> {
     const out: Array<{ key: string; catalog: CatalogObject }> = [];
-    for (const inf of this.catalogs.values())
-      for (const c of inf.list())
-        out.push({
-          key: keyOf({ kind: CATALOG_KIND, namespace: c.metadata.namespace ?? '', name: c.metadata.name }),
-          catalog: c,
-        });
+    for (const c of this.catalogs.list())
+      out.push({
+        key: keyOf({ kind: CATALOG_KIND, namespace: c.metadata.namespace ?? '', name: c.metadata.name }),
+        catalog: c,
+      });
     for (const c of this.clusterCatalogs?.list() ?? [])
       out.push({
         key: keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }),
@@ -330,147 +214,143 @@ export class CatalogController {
     return out;
   }
 
-  private catalogKeys(): string[] {
-    return this.catalogObjects().map((o) => o.key);
-  }
+  // ---- event handlers (each returns the requests to queue) ---------------------------------
 
-  // ---- event handlers ------------------------------------------------------------------------
-
-  private watchCatalogs(inf: ResilientInformer<CatalogObject & KubernetesObject>, kind: CatalogKind): void {
-    const ref = (c: CatalogObject) => ({
+  private onCatalog(
+    kind: CatalogKind,
+    c: CatalogObject,
+    { type, old }: { type: EventType; old?: CatalogObject },
+  ) {
+    const key = keyOf({
       kind,
       namespace: kind === CATALOG_KIND ? (c.metadata.namespace ?? '') : '',
       name: c.metadata.name,
     });
-    inf.addEventHandler({
-      add: (c) => this.enqueue(keyOf(ref(c))),
-      // A spec change, not the echo of its own status write (the informer hands old and new).
-      update: (old, now) => {
-        if ((old.metadata.generation ?? 0) !== (now.metadata.generation ?? 0)) this.enqueue(keyOf(ref(now)));
-      },
-      delete: (c) => {
-        const key = keyOf(ref(c));
-        this.lastBuild.delete(key);
-        this.writer.forgetOwner(key);
-        this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
-      },
-    });
+    if (type === 'delete') {
+      this.lastBuild.delete(key);
+      this.writer.forgetOwner(key);
+      this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
+      return [];
+    }
+    // Added, or a spec change; not the echo of its own status write (the informer hands old and new).
+    if (type === 'update' && (old?.metadata.generation ?? 0) === (c.metadata.generation ?? 0)) return [];
+    return [key];
   }
 
   /**
-   * Queues a catalog; a delayed add (an AgentCard event) waits at least DEBOUNCE_MS, and until
+   * A catalog rebuilt because something it lists changed: after at least DEBOUNCE_MS, and until
    * BUILD_SHARE times its last rebuild's duration has passed since that rebuild ended: while
    * thousands of AgentCards change, a large catalog's rebuilds take at most about a third of the
    * process's time and the AgentCard reconciles keep going, and an idle catalog starts at once.
    */
-  private enqueue(key: string, delayMs = 0): void {
-    if (!this.started) return;
-    if (delayMs <= 0) return this.queue.add(key);
+  private debounced(key: string): Request {
     const last = this.lastBuild.get(key);
     const rest = last ? last.endedAt + BUILD_SHARE * last.ms - this.clock.now() : 0;
-    this.queue.addAfter(key, Math.max(delayMs, rest));
+    return { key, afterMs: Math.max(DEBOUNCE_MS, rest) };
   }
 
   /** Every catalog that can list a card of `namespace`. */
-  private enqueueReaching(namespace: string): void {
-    const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
-    for (const c of scope?.list(namespace) ?? [])
-      this.enqueue(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }), DEBOUNCE_MS);
-    this.enqueueCluster();
+  private reaching(namespace: string): Request[] {
+    return [
+      ...this.catalogs
+        .list(namespace)
+        .map((c) => this.debounced(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }))),
+      ...this.clusterKeys(),
+    ];
   }
 
-  private enqueueCluster(): void {
-    for (const c of this.clusterCatalogs?.list() ?? [])
-      this.enqueue(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }), DEBOUNCE_MS);
+  private clusterKeys(): Request[] {
+    return (this.clusterCatalogs?.list() ?? []).map((c) =>
+      this.debounced(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name })),
+    );
   }
 
-  private onCard(obj: AgentCardObject, deleted: boolean): void {
+  private onCard(obj: AgentCardObject, deleted: boolean): Request[] {
     const key = objectKey(obj.metadata.namespace, obj.metadata.name);
     if (deleted) {
       this.cardPrints.delete(key);
     } else {
       const print = cardFingerprint(obj);
-      if (this.cardPrints.get(key) === print) return;
+      if (this.cardPrints.get(key) === print) return [];
       this.cardPrints.set(key, print);
     }
-    this.enqueueReaching(obj.metadata.namespace);
+    return this.reaching(obj.metadata.namespace);
   }
 
-  private onConfigMap(cm: V1ConfigMap, deleted: boolean): void {
+  private onConfigMap(cm: V1ConfigMap, deleted: boolean): Request[] {
     const namespace = cm.metadata?.namespace ?? '';
     const labels = cm.metadata?.labels ?? {};
     if (labels[CARD_LABEL]) {
       // A card's published documents: inline entries carry them.
-      if (!deleted) this.enqueueInline(namespace);
-      return;
+      return deleted ? [] : this.inlineKeys(namespace);
     }
     const owner = cm.metadata?.ownerReferences?.find(
       (r) => r.controller && (r.kind === CATALOG_KIND || r.kind === CLUSTER_CATALOG_KIND),
     );
-    if (!owner || !labels[CATALOG_LABEL]) return;
+    if (!owner || !labels[CATALOG_LABEL]) return [];
     if (deleted) this.writer.forgetConfigMap(namespace, cm.metadata?.name ?? '');
-    else if (this.writer.isConfigMapEcho(cm)) return; // the echo of our own apply
+    else if (this.writer.isConfigMapEcho(cm)) return []; // the echo of our own apply
     const kind = owner.kind as CatalogKind;
-    this.enqueue(
-      keyOf({ kind, namespace: kind === CATALOG_KIND ? namespace : '', name: owner.name }),
-      DEBOUNCE_MS,
-    );
+    return [
+      this.debounced(keyOf({ kind, namespace: kind === CATALOG_KIND ? namespace : '', name: owner.name })),
+    ];
   }
 
-  private enqueueInline(namespace: string): void {
+  private inlineKeys(namespace: string): Request[] {
     // Inline entries carry the published card; a trust policy verifies it; a manifest digests it.
     const inline = (c: CatalogObject) => readsPublishedCards(c.spec);
-    const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
-    for (const c of scope?.list(namespace) ?? [])
-      if (inline(c))
-        this.enqueue(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }), DEBOUNCE_MS);
-    for (const c of this.clusterCatalogs?.list() ?? [])
-      if (inline(c))
-        this.enqueue(
-          keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }),
-          DEBOUNCE_MS,
-        );
+    return [
+      ...this.catalogs
+        .list(namespace)
+        .filter(inline)
+        .map((c) => this.debounced(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }))),
+      ...(this.clusterCatalogs?.list() ?? [])
+        .filter(inline)
+        .map((c) =>
+          this.debounced(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name })),
+        ),
+    ];
   }
 
-  private onSecret(secret: V1Secret | KubernetesObject): void {
+  private onSecret(secret: V1Secret | KubernetesObject): Request[] {
     const namespace = secret.metadata?.namespace ?? '';
     const name = secret.metadata?.name ?? '';
     const uses = (c: CatalogObject) => referencedSecretNames(c.spec).includes(name);
-    const scope = this.catalogs.get(namespace) ?? this.catalogs.get('');
-    for (const c of scope?.list(namespace) ?? [])
-      if (uses(c)) this.enqueue(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }), DEBOUNCE_MS);
+    const out = this.catalogs
+      .list(namespace)
+      .filter(uses)
+      .map((c) => this.debounced(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name })));
     if (namespace === this.opts.clusterNamespace)
       for (const c of this.clusterCatalogs?.list() ?? [])
         if (uses(c))
-          this.enqueue(
-            keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name }),
-            DEBOUNCE_MS,
+          out.push(
+            this.debounced(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name })),
           );
+    return out;
   }
 
   // ---- reads ---------------------------------------------------------------------------------
 
-  private scope(namespace: string): Informers | undefined {
-    return this.opts.caches.get(namespace) ?? this.opts.caches.get('');
-  }
-
   private currentCatalog(ref: CatalogRef): CatalogObject | undefined {
     const cached =
       ref.kind === CATALOG_KIND
-        ? (this.catalogs.get(ref.namespace) ?? this.catalogs.get(''))?.get(ref.name, ref.namespace)
+        ? this.catalogs.get(ref.name, ref.namespace)
         : this.clusterCatalogs?.get(ref.name);
     return this.writer.readOwner(keyOf(ref), cached);
   }
 
   private liveConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
-    const cached = this.scope(namespace)?.configMaps.get(name, namespace);
+    const cached = this.configMaps.get(name, namespace);
     return this.writer.readConfigMap(namespace, name, cached);
   }
 
   private cardsInReach(ref: CatalogRef, audience: string | undefined, inline: boolean): CardView[] {
     const out: CardView[] = [];
-    const add = (scope: Informers, namespace?: string) => {
-      for (const obj of scope.cards.list(namespace)) {
+    // A namespaced catalog lists its own namespace's cards (none when it is not watched).
+    const namespace = ref.kind === CATALOG_KIND ? ref.namespace : undefined;
+    if (namespace !== undefined && !this.cards.watches(namespace)) return out;
+    {
+      for (const obj of this.cards.list(namespace)) {
         let published: string | undefined;
         const view = cardView(obj);
         if (inline) {
@@ -483,12 +363,6 @@ export class CatalogController {
         }
         out.push(view);
       }
-    };
-    if (ref.kind === CATALOG_KIND) {
-      const scope = this.scope(ref.namespace);
-      if (scope) add(scope, ref.namespace);
-    } else {
-      for (const scope of this.opts.caches.values()) add(scope);
     }
     return out;
   }
@@ -508,9 +382,8 @@ export class CatalogController {
     const owned = (cm: V1ConfigMap) =>
       cm.metadata?.labels?.[CATALOG_LABEL] === label &&
       (cm.metadata?.ownerReferences ?? []).some((r) => r.uid === uid);
-    const scope = this.scope(namespace);
-    if (scope)
-      return scope.configMaps
+    if (this.configMaps.watches(namespace))
+      return this.configMaps
         .list(namespace)
         .filter(owned)
         .map((cm) => this.liveConfigMap(namespace, cm.metadata!.name!) ?? cm);
@@ -583,7 +456,7 @@ export class CatalogController {
         : undefined;
     const secrets = await readReferencedSecrets(
       this.opts.client,
-      this.scope(publishNamespace),
+      this.configMaps.watches(publishNamespace) ? this.secrets : undefined,
       publishNamespace,
       catalog.spec,
       signal,
@@ -594,7 +467,7 @@ export class CatalogController {
         cm,
       ]),
     );
-    const watched = this.scope(publishNamespace) !== undefined;
+    const watched = this.configMaps.watches(publishNamespace);
     const input = {
       kind: ref.kind,
       catalog,
@@ -617,7 +490,7 @@ export class CatalogController {
       publishResult(() =>
         this.writer.publish(
           configMaps,
-          (ns, n) => this.scope(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+          (ns, n) => this.configMaps.get(n, ns)?.metadata?.resourceVersion,
           signal,
         ),
       ),

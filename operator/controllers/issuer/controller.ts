@@ -8,26 +8,30 @@
  *
  * What it learns (the Certificate is pending, refused, cert-manager is missing) reaches the card
  * controller as an input of its signing key resolution (`issuance(key)`), and the card is queued
- * again when that changes: the AgentCard's status has one writer.
+ * again, through a channel (runtime/channel.ts), when that changes: the AgentCard's status has
+ * one writer.
  *
  * When the cert-manager CRDs are not installed, it does not stop the process (every other part of
- * the operator keeps working): cards that name an issuer say so in their Signed condition, and it
- * looks for the CRD again every 30 s.
+ * the operator keeps working): cards that name an issuer say so in their Signed condition, and the
+ * cache looks for the CRD again every 30 s (runtime/cache.ts), then every card is queued again.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { KIND, OWNED_SELECTOR, signingCertificateName } from '../../api/names.ts';
+import { KIND, signingCertificateName } from '../../api/names.ts';
 import { collectionPath } from '../../kube/api.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { apiStatusCode, describeApiError, isConflict, isNotFound } from '../../kube/errors.ts';
-import { ResilientInformer } from '../../kube/informer.ts';
 import type { Logger } from '../../log.ts';
-import type { Informers } from '../agentcard/informers.ts';
+import { ControllerBuilder, type BuiltController, type Runtime } from '../../runtime/builder.ts';
+import type { Cache, SharedInformer } from '../../runtime/cache.ts';
+import type { Channel } from '../../runtime/channel.ts';
 import { objectKey, splitKey } from '../../runtime/keys.ts';
-import type { HandlerResult, QueueGate, QueueObserver, WorkQueue } from '../../runtime/workqueue.ts';
-import { waitForCaches } from '../../runtime/access.ts';
 import type { Runnable } from '../../runtime/manager.ts';
-import { StartupError } from '../../runtime/manager.ts';
-import { controllerRunnables, reconcileQueue, WorkSignal } from '../../runtime/reconciler.ts';
+import { LOOK_AGAIN_MS } from '../../runtime/cache.ts';
+import type { HandlerResult, WorkQueue } from '../../runtime/workqueue.ts';
+import { Writer } from '../../runtime/writes.ts';
+import type { IssuanceState } from '../../signing/issuance.ts';
+import { AGENT_CARDS, OWNED_CERTIFICATES, type CachedAgentCard } from '../cache/collections.ts';
+import { CONTROLLER_NAMES } from '../metrics.ts';
 import {
   CERTIFICATES_PATH,
   cardIdentity,
@@ -40,22 +44,17 @@ import {
   type CertificateObject,
   type IdentityPolicy,
 } from './plan.ts';
-import { type IssuanceState } from '../../signing/issuance.ts';
-
-/** How often a missing cert-manager CRD is looked for again. */
-const CRD_RETRY_MS = 30_000;
 
 export interface IssuerControllerOptions {
   client: KubeClient;
   log: Logger;
-  /** The AgentCard controller's caches by watched namespace ('' = all). */
-  caches: ReadonlyMap<string, Informers>;
+  /** The manager's cache (runtime/cache.ts) and what every controller shares. */
+  cache: Cache;
+  runtime: Runtime;
   policy: IdentityPolicy;
   resyncMs: number;
-  /** Called when what a card's signing depends on changed: the card controller re-plans it. */
-  onIssuance: (cardKey: string) => void;
-  gate?: QueueGate;
-  observer?: QueueObserver;
+  /** Where it says that what a card's signing depends on changed: the card controller re-plans it. */
+  cardWake: Channel;
   onWrite?: (resource: string) => void;
 }
 
@@ -64,59 +63,43 @@ type CardObject = KubernetesObject & {
   spec?: unknown;
 };
 type OwnerRef = { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean };
+type CachedCertificate = CertificateObject & KubernetesObject;
 
 export class IssuerController {
   readonly queue: WorkQueue;
   private readonly opts: IssuerControllerOptions;
   private readonly log: Logger;
-  /** scope → informer of the owned Certificates (label selected). */
-  private readonly certificates = new Map<string, ResilientInformer<CertificateObject & KubernetesObject>>();
-  private readonly work = new WorkSignal();
+  private readonly cards: SharedInformer<CachedAgentCard>;
+  /** The owned Certificates; empty while cert-manager's CRDs are not served (looked for again). */
+  private readonly certificates: SharedInformer<CachedCertificate>;
+  private readonly writer: Writer<CachedCertificate>;
+  private readonly built: BuiltController;
   /** card key → what the card controller is told. */
   private readonly states = new Map<string, IssuanceState>();
-  /** Whether the cert-manager CRDs are served: undefined until looked at. */
-  private crdPresent: boolean | undefined;
-  private crdTimer: NodeJS.Timeout | undefined;
-  private started = false;
 
   constructor(opts: IssuerControllerOptions) {
     this.opts = opts;
     this.log = opts.log.child({ controller: 'issuer' });
-    this.queue = reconcileQueue({
-      reconcile: (key, signal) => this.reconcile(key, signal),
-      work: this.work,
-      concurrency: 2,
-      gate: opts.gate,
-      observer: opts.observer,
-      log: this.log,
-      failure: 'requesting the signing certificate failed; retrying',
-      fields: (key) => ({ agentCard: key }),
-    });
-    for (const ns of opts.caches.keys()) {
-      const inf = new ResilientInformer<CertificateObject & KubernetesObject>({
-        name: `certificates/${ns || '*'}`,
-        client: opts.client,
-        path: collectionPath(CERTIFICATES_PATH, 'certificates', ns || undefined),
-        labelSelector: OWNED_SELECTOR,
-        log: opts.log,
-      });
-      const touched = (c: CertificateObject) => {
-        const owner = c.metadata.ownerReferences?.find((r) => r.controller && r.kind === KIND);
-        if (owner) this.queue.add(objectKey(c.metadata.namespace, owner.name));
-      };
-      inf.addEventHandler({ add: touched, update: (_o, c) => touched(c), delete: touched });
-      this.certificates.set(ns, inf);
-    }
-    for (const scope of opts.caches.values()) {
-      const onCard = (c: KubernetesObject) =>
-        this.queue.add(objectKey(c.metadata?.namespace ?? '', c.metadata?.name ?? ''));
-      scope.cards.on('add', onCard);
-      scope.cards.on('update', onCard);
-      scope.cards.on('delete', onCard);
-    }
-    opts.gate?.onRecover(() => {
-      for (const inf of this.certificates.values()) inf.retryNow();
-    });
+    this.writer = new Writer({ client: opts.client, onWrite: (resource) => opts.onWrite?.(resource) });
+    this.cards = opts.cache.informer(AGENT_CARDS);
+    this.certificates = opts.cache.informer<CachedCertificate>(OWNED_CERTIFICATES);
+    this.built = new ControllerBuilder(
+      { ...opts.runtime, log: this.log },
+      {
+        name: CONTROLLER_NAMES.issuer,
+        concurrency: 2,
+        resyncMs: opts.resyncMs,
+        failure: 'requesting the signing certificate failed; retrying',
+        fields: (key) => ({ agentCard: key }),
+      },
+    )
+      .watches(this.cards, (c) => [objectKey(c.metadata.namespace, c.metadata.name)])
+      .owns(this.certificates, {
+        kinds: [KIND],
+        key: (owner, cert) => objectKey(cert.metadata.namespace, owner),
+      })
+      .complete(this);
+    this.queue = this.built.queue;
   }
 
   /** What the card controller's signing key resolution is told about a card (undefined: nothing yet). */
@@ -125,110 +108,33 @@ export class IssuerController {
   }
 
   unsynced(): string[] {
-    if (!this.crdPresent) return [];
-    return [...this.certificates.values()].filter((i) => !i.synced).map((i) => i.name);
+    return this.built.unsynced();
   }
 
   runnables(): Runnable[] {
-    return controllerRunnables({
-      name: 'issuer',
-      startCaches: async (signal) => {
-        await this.lookForCrd(signal);
-      },
-      stopCaches: async () => {
-        clearTimeout(this.crdTimer);
-        await Promise.all([...this.certificates.values()].map((i) => i.stop()));
-      },
-      startReconciling: async (signal) => {
-        const shared = [...this.opts.caches.values()].map((s) => s.cards);
-        await waitForCaches([...shared, ...(this.crdPresent ? this.certificates.values() : [])], signal);
-        if (this.queue.shuttingDown) return;
-        const keys = this.allKeys();
-        this.log.info('caches synced; requesting signing certificates', { agentCards: keys.length });
-        for (const key of keys) this.queue.add(key, 'low');
-        this.queue.startResync(this.opts.resyncMs, () => this.allKeys());
-      },
-      stopReconciling: () => this.queue.shutdown(),
-      cancel: () => this.work.cancel(),
-    });
-  }
-
-  /**
-   * One LIST of at most one Certificate per scope: a 404 means the CRD is not installed (looked
-   * for again every CRD_RETRY_MS, the cards told meanwhile); a 401 or 403 is a setting a restart
-   * would meet again (the chart's certManager value), and ends the process like every other
-   * controller's access check (runtime/access.ts).
-   */
-  private async lookForCrd(signal: AbortSignal): Promise<void> {
-    try {
-      for (const ns of this.certificates.keys())
-        await this.opts.client.request(
-          'GET',
-          collectionPath(CERTIFICATES_PATH, 'certificates', ns || undefined),
-          {
-            query: { labelSelector: OWNED_SELECTOR, limit: 1 },
-            signal,
-          },
-        );
-    } catch (err) {
-      if (signal.aborted) return;
-      const status = apiStatusCode(err);
-      if (status === 401 || status === 403)
-        throw new StartupError(`cannot list cert-manager Certificates: ${describeApiError(err)}`);
-      if (this.crdPresent !== false)
-        this.log.warn(
-          'cert-manager Certificates cannot be listed; cards that name an issuerRef are not signed until they can',
-          {
-            error: describeApiError(err),
-            retryInMs: CRD_RETRY_MS,
-          },
-        );
-      const first = this.crdPresent === undefined;
-      this.crdPresent = false;
-      if (first || isNotFound(err)) for (const key of this.allKeys()) this.queue.add(key, 'low');
-      this.crdTimer = setTimeout(
-        () =>
-          void this.lookForCrd(signal).catch((e: unknown) =>
-            this.log.error('cert-manager watch stopped', { error: describeApiError(e) }),
-          ),
-        CRD_RETRY_MS,
-      );
-      this.crdTimer.unref?.();
-      return;
-    }
-    if (this.started) return;
-    this.started = true;
-    const was = this.crdPresent;
-    this.crdPresent = true;
-    await Promise.all([...this.certificates.values()].map((i) => i.start()));
-    if (was === false) {
-      this.log.info('cert-manager Certificates can be listed now');
-      void waitForCaches([...this.certificates.values()], signal)
-        .then(() => {
-          for (const key of this.allKeys()) this.queue.add(key, 'low');
-        })
-        .catch(() => {});
-    }
+    return this.built.runnables();
   }
 
   /** Every card that names an issuer, and every card an owned Certificate points to. */
-  private allKeys(): string[] {
+  *keys(): Iterable<{ key: string }> {
     const keys = new Set<string>();
-    for (const scope of this.opts.caches.values())
-      for (const c of scope.cards.list())
-        if (issuerRefOf(c.spec) || this.states.has(objectKey(c.metadata.namespace, c.metadata.name)))
-          keys.add(objectKey(c.metadata.namespace, c.metadata.name));
-    if (this.crdPresent)
-      for (const inf of this.certificates.values())
-        for (const cert of inf.list()) {
-          const owner = cert.metadata.ownerReferences?.find((r) => r.controller && r.kind === KIND);
-          if (owner) keys.add(objectKey(cert.metadata.namespace, owner.name));
-        }
-    return [...keys];
+    for (const c of this.cards.list())
+      if (issuerRefOf(c.spec) || this.states.has(objectKey(c.metadata.namespace, c.metadata.name)))
+        keys.add(objectKey(c.metadata.namespace, c.metadata.name));
+    for (const cert of this.certificates.list()) {
+      const owner = cert.metadata.ownerReferences?.find((r) => r.controller && r.kind === KIND);
+      if (owner) keys.add(objectKey(cert.metadata.namespace, owner.name));
+    }
+    for (const key of keys) yield { key };
   }
 
-  private scope<T>(map: ReadonlyMap<string, T>, namespace: string): T | undefined {
-    return map.get(namespace) ?? map.get('');
+  started(lanes: { high: number; low: number }): void {
+    if (!this.certificates.available)
+      this.log.warn(
+        'cert-manager Certificates are not served; cards that name an issuerRef are not signed until they are',
+        {},
+      );
+    this.log.info('caches synced; requesting signing certificates', { agentCards: lanes.high + lanes.low });
   }
 
   private setState(key: string, state: IssuanceState | undefined): void {
@@ -236,17 +142,14 @@ export class IssuerController {
     if (JSON.stringify(before) === JSON.stringify(state)) return;
     if (state) this.states.set(key, state);
     else this.states.delete(key);
-    this.opts.onIssuance(key);
+    this.opts.cardWake.send(key);
   }
 
   async reconcile(key: string, signal: AbortSignal): Promise<HandlerResult> {
     const [namespace, name] = splitKey(key);
-    const card = this.scope(this.opts.caches, namespace)?.cards.get(name, namespace) as
-      CardObject | undefined;
+    const card = this.cards.get(name, namespace) as CardObject | undefined;
     const certName = signingCertificateName(name);
-    const live = this.crdPresent
-      ? this.scope(this.certificates, namespace)?.get(certName, namespace)
-      : undefined;
+    const live = this.certificates.get(certName, namespace);
     const issuerRef = card && !card.metadata.deletionTimestamp ? issuerRefOf(card.spec) : undefined;
     const log = this.log.child({ agentCard: key });
 
@@ -255,28 +158,26 @@ export class IssuerController {
       // The card is gone (the garbage collector deletes the Certificate), or no longer names an
       // issuer: a Certificate it owns goes now.
       if (!card || !live || !ownedBy(live, card.metadata.uid)) return;
-      try {
-        await this.opts.client.request('DELETE', certificatePath(namespace, certName), {
-          body: { preconditions: { uid: live.metadata.uid } },
+      if (
+        await this.writer.deleteOwned(
+          'certificate',
+          certificatePath(namespace, certName),
+          live.metadata.uid!,
           signal,
-        });
-        this.opts.onWrite?.('certificate');
+        )
+      )
         log.info('signing Certificate deleted: the card names no issuer', { certificate: certName });
-      } catch (err) {
-        if (!isNotFound(err) && !isConflict(err)) throw err;
-      }
       return;
     }
 
-    if (this.crdPresent === false) {
+    if (!this.certificates.available) {
       this.setState(key, {
         sign: false,
         reason: 'CertificateNotRequested',
-        message: `spec.signing names ${issuerRef.kind} "${issuerRef.name}", but cert-manager's Certificate API is not served in this cluster (install cert-manager, then the certificate is requested within ${CRD_RETRY_MS / 1000} s)`,
+        message: `spec.signing names ${issuerRef.kind} "${issuerRef.name}", but cert-manager's Certificate API is not served in this cluster (install cert-manager, then the certificate is requested within ${LOOK_AGAIN_MS / 1000} s)`,
       });
       return;
     }
-    if (this.crdPresent === undefined) return; // the caches' start will queue it again
 
     const serviceAccount = await this.serviceAccount(card, signal);
     if (!serviceAccount.ok) {
@@ -304,11 +205,12 @@ export class IssuerController {
     }
     if (!live) {
       try {
-        await this.opts.client.request('POST', collectionPath(CERTIFICATES_PATH, 'certificates', namespace), {
-          body: want,
+        await this.writer.create(
+          'certificate',
+          collectionPath(CERTIFICATES_PATH, 'certificates', namespace),
+          want,
           signal,
-        });
-        this.opts.onWrite?.('certificate');
+        );
         log.info('signing Certificate created', { certificate: certName, identity: identity.identity });
       } catch (err) {
         if (!isConflict(err) && apiStatusCode(err) !== 409) throw err;
@@ -341,8 +243,7 @@ export class IssuerController {
           ...(live.metadata.annotations ? { annotations: live.metadata.annotations } : {}),
         },
       };
-      await this.opts.client.request('PUT', certificatePath(namespace, certName), { body, signal });
-      this.opts.onWrite?.('certificate');
+      await this.writer.replace('certificate', certificatePath(namespace, certName), body, signal);
       log.info('signing Certificate updated', { certificate: certName, drift: drift.join(', ') });
     }
     this.setState(key, issuanceFromCertificate(live, identity.identity));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DATA_KEYS } from '../../../../operator/api/names.ts';
 import { digestOf } from '../../../../operator/runtime/configmaps.ts';
-import type { CachedConfigMap } from '../../../../operator/controllers/agentcard/configmap-cache.ts';
+import type { CachedConfigMap } from '../../../../operator/controllers/cache/configmap-trim.ts';
 import type { AgentCardObject } from '../../../../operator/api/objects.ts';
 import { cardStartupView } from '../../../../operator/controllers/agentcard/startup-priority.ts';
 import { startupPriority as rule } from '../../../../operator/runtime/startup.ts';

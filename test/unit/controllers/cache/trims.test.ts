@@ -3,8 +3,8 @@ import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import {
   dropLastApplied,
   LAST_APPLIED_ANNOTATION,
-} from '../../../../operator/controllers/agentcard/informers.ts';
-import { trimNamespace } from '../../../../operator/runtime/namespace-cache.ts';
+  trimNamespace,
+} from '../../../../operator/controllers/cache/collections.ts';
 
 describe('dropLastApplied (the AgentCard cache)', () => {
   it("drops kubectl's copy of the object and keeps every other annotation", () => {

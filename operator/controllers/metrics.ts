@@ -13,8 +13,8 @@
  * deprecated (docs/operations.md), for the dashboards and alerts that read them.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { RuntimeMetrics } from '../../runtime/metrics.ts';
-import { ScrapeTimeGauge, type Sample } from '../../metrics/scrape-time.ts';
+import { RuntimeMetrics } from '../runtime/metrics.ts';
+import { ScrapeTimeGauge, type Sample } from '../metrics/scrape-time.ts';
 
 /** The `controller` label of each controller's work queue and reconcile metrics. */
 export const CONTROLLER_NAMES = {

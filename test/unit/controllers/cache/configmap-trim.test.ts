@@ -3,7 +3,7 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import {
   trimConfigMap,
   type CachedConfigMap,
-} from '../../../../operator/controllers/agentcard/configmap-cache.ts';
+} from '../../../../operator/controllers/cache/configmap-trim.ts';
 import { desiredConfigMap } from '../../../../operator/controllers/agentcard/configmap.ts';
 import { configMapUpToDate, valueDigest } from '../../../../operator/runtime/configmaps.ts';
 import { variantData } from '../../../../operator/controllers/agentcard/audiences/publish.ts';

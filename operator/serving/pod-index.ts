@@ -7,9 +7,9 @@
  * status.serving says and queues nothing.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { INJECT_ANNOTATION } from '../../api/names.ts';
-import { objectKey } from '../../runtime/keys.ts';
-import { hasSidecar, requestedCard } from '../../serving/pods.ts';
+import { INJECT_ANNOTATION } from '../api/names.ts';
+import { objectKey } from '../runtime/keys.ts';
+import { hasSidecar, requestedCard } from './pods.ts';
 
 /** Trims a Pod in place to names, the inject annotation and the phase, before it is cached. */
 export function trimPod(pod: V1Pod): void {

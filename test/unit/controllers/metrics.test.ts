@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { ControllerMetrics } from '../../../../operator/controllers/agentcard/metrics.ts';
+import { ControllerMetrics } from '../../../operator/controllers/metrics.ts';
 
 describe('ControllerMetrics', () => {
   it('keeps one ready series per condition value and one info series per card', async () => {
