@@ -125,11 +125,7 @@ function compareCapabilities(before: AgentCapabilities, after: AgentCapabilities
     if (was === is) continue;
     changes.add(
       is ? 'capability-added' : 'capability-removed',
-      is
-        ? atNew('capabilities', flag)
-        : before[flag] === undefined
-          ? atOld('capabilities')
-          : atOld('capabilities', flag),
+      is || after[flag] !== undefined ? atNew('capabilities', flag) : atOld('capabilities', flag),
       flag,
       `capabilities.${flag} turned ${is ? 'on' : 'off'}`,
     );

@@ -94,12 +94,16 @@ export function compareRequirements(
   const reported = new Set<string>();
   for (const had of olds) {
     if (news.some((needs) => satisfies(had, needs))) continue;
-    // Name what the closest new alternative asks beyond it.
+    // Name what the closest new alternative asks beyond it: the one that keeps most of its
+    // schemes (the same alternative, changed), then the one that asks least.
     let best = -1;
+    let bestScore = [0, 0];
     let bestExtras: ReturnType<typeof extras> = [];
     news.forEach((needs, j) => {
       const e = extras(had, needs);
-      if (best < 0 || e.length < bestExtras.length) [best, bestExtras] = [j, e];
+      const score = [[...needs.keys()].filter((s) => had.has(s)).length, -e.length];
+      const better = score[0]! > bestScore[0]! || (score[0] === bestScore[0] && score[1]! > bestScore[1]!);
+      if (best < 0 || better) [best, bestScore, bestExtras] = [j, score, e];
     });
     explained.add(best);
     for (const { scheme, scope } of bestExtras) {
