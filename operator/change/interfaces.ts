@@ -142,7 +142,9 @@ function compareInPlace(o: Entry, n: Entry, changes: Changes): void {
   if ((o.iface.tenant ?? '') !== (n.iface.tenant ?? '')) {
     changes.add(
       'interface-tenant-changed',
-      atNew('supportedInterfaces', n.index, 'tenant'),
+      n.iface.tenant === undefined
+        ? atOld('supportedInterfaces', o.index, 'tenant')
+        : atNew('supportedInterfaces', n.index, 'tenant'),
       label(n.iface),
       `${label(n.iface)}: tenant ${quote(o.iface.tenant)} -> ${quote(n.iface.tenant)} (clients send the tenant in every request)`,
       {

@@ -199,6 +199,16 @@ describe('interfaces', () => {
       ['preferred-interface-changed', 'supportedInterfaces[0]', 'GRPC https://grpc.geo.example.com'],
     ]);
     expect(d.changes[0]).toMatchObject({ before: 'eu', after: 'us' });
+    const untenanted = diff(
+      fullCard(),
+      change(fullCard, (c) => {
+        delete c.supportedInterfaces[1].tenant;
+      }),
+    );
+    expect(untenanted.changes).toMatchObject([
+      { rule: 'interface-tenant-changed', path: 'supportedInterfaces[1].tenant', side: 'old', before: 'eu' },
+    ]);
+    expect(untenanted.changes[0]).not.toHaveProperty('after');
   });
 });
 
