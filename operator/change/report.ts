@@ -40,15 +40,20 @@ const escapeProperty = (s: string) => escapeData(s).replace(/:/g, '%3A').replace
 
 /**
  * One annotation per change: `error` for a change that fails the run, `warning` for another
- * breaking change, `notice` for the rest. `file` is the new card's file (none for a URL).
+ * breaking change, `notice` for the rest. `file` is the new card's file (none for a URL), and
+ * `line` where the change is in it, when known.
  */
-export function formatAnnotations(diff: CardDiff, opts: { failOn?: ChangeClass; file?: string }): string {
+export function formatAnnotations(
+  diff: CardDiff,
+  opts: { failOn?: ChangeClass; file?: string; line?: (change: CardChange) => number | undefined },
+): string {
   const level = (c: CardChange) =>
     fails(c.class, opts.failOn) ? 'error' : c.class === 'breaking' ? 'warning' : 'notice';
   return diff.changes
     .map((c) => {
       const props = [
         ...(opts.file ? [`file=${escapeProperty(opts.file)}`] : []),
+        ...(opts.file && opts.line?.(c) !== undefined ? [`line=${opts.line(c)}`] : []),
         `title=${escapeProperty(`${c.class} card change (${c.rule})`)}`,
       ];
       return `::${level(c)} ${props.join(',')}::${escapeData(`${c.path}: ${c.message}`)}\n`;

@@ -19,7 +19,9 @@ import { exitCode, formatAnnotations, formatText, summary } from '../../change/r
 import { CHANGE_CLASSES, type ChangeClass } from '../../change/rules.ts';
 import { redactUrl } from '../../discover/plan.ts';
 import { createAddressPolicy } from '../../probe/policy.ts';
-import { toV1 } from '../../source/convert.ts';
+import { sourceShape, toV1 } from '../../source/convert.ts';
+import { DEFAULT_AUDIENCE } from '../../card/audience.ts';
+import { cardLines } from '../card-lines.ts';
 import { fetchSourceCard } from '../../source/fetch.ts';
 import { SOURCE_PATHS } from '../../card/resource.ts';
 import {
@@ -62,6 +64,8 @@ interface Loaded {
   card: AgentCard;
   /** The file to annotate (none for a URL or standard input). */
   file?: string;
+  /** The line of a card path in that file, where the file's fields are the card's. */
+  line?: (path: string, gone: boolean) => number | undefined;
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -111,7 +115,13 @@ export async function run(argv: string[]): Promise<number> {
   } else {
     process.stdout.write(formatText(diff));
     if (process.env.GITHUB_ACTIONS === 'true')
-      process.stdout.write(formatAnnotations(diff, { failOn: failing, file: after.file }));
+      process.stdout.write(
+        formatAnnotations(diff, {
+          failOn: failing,
+          ...(after.file ? { file: after.file } : {}),
+          ...(after.line ? { line: (c) => after.line!(c.path, c.side === 'old') } : {}),
+        }),
+      );
   }
   if (code !== 0)
     process.stderr.write(`agentcard: ${after.label}: ${summary(diff)} (--fail-on ${failing})\n`);
@@ -129,7 +139,8 @@ async function loadCard(
     return fetchCard(input, opts.allowCidrs);
   }
   const source = input === '-' ? 'standard input' : input;
-  const docs = parseDocuments(await readInput(input, MAX_INPUT_BYTES), source).filter(
+  const text = await readInput(input, MAX_INPUT_BYTES);
+  const docs = parseDocuments(text, source).filter(
     (d) => d.type !== 'other' && (opts.name === undefined || nameOf(d) === opts.name),
   ) as Exclude<InputDocument, { type: 'other' }>[];
   if (docs.length === 0) {
@@ -147,7 +158,17 @@ async function loadCard(
         2,
       );
     const card = validCard(doc.label, convert(doc.card));
-    return { label: doc.label, card, ...(file ? { file } : {}) };
+    // A 0.3 card's fields are not the 1.0 card's: its lines are not looked up.
+    const v1 =
+      !!doc.card &&
+      typeof doc.card === 'object' &&
+      sourceShape(doc.card as Record<string, unknown>) === '1.0';
+    return {
+      label: doc.label,
+      card,
+      ...(file ? { file } : {}),
+      ...(v1 ? { line: cardLines(text, opts.name) } : {}),
+    };
   }
   if (hasSource(doc.resource)) {
     throw new UserError(
@@ -161,7 +182,14 @@ async function loadCard(
     { label: doc.label, card, ...(result.spec ? { spec: result.spec } : {}) },
     opts.audience,
   );
-  return { label: doc.label, card: picked, ...(file ? { file } : {}) };
+  // Another audience's card is spec.card with some fields replaced: its lines are not looked up.
+  const own = opts.audience === undefined || opts.audience === DEFAULT_AUDIENCE;
+  return {
+    label: doc.label,
+    card: picked,
+    ...(file ? { file } : {}),
+    ...(own ? { line: cardLines(text, opts.name) } : {}),
+  };
 }
 
 /** A served card in the 1.0 shape: an A2A 0.3 card is converted as the operator converts it. */
