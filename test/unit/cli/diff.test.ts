@@ -134,9 +134,9 @@ describe('agentcard diff under GitHub Actions', () => {
     const failing = await diff([minor, major, '--fail-on', 'breaking'], { GITHUB_ACTIONS: 'true' });
     const annotations = failing.stdout.split('\n').filter((l) => l.startsWith('::'));
     expect(annotations).toEqual([
-      `::error file=${major},title=breaking card change (security-tightened)::securityRequirements[0].schemes.oauth2.list: oauth2 (agent.invoke) no longer suffices: scope orders.read of oauth2 now required`,
-      `::error file=${major},title=breaking card change (skill-removed)::skills[0]: skill resolve-support-request (Resolve a support request) removed`,
-      `::notice file=${major},title=descriptive card change (version-changed)::version: version 2.2.0 -> 3.0.0`,
+      `::error file=${major},line=40,title=breaking card change (security-tightened)::securityRequirements[0].schemes.oauth2.list: oauth2 (agent.invoke) no longer suffices: scope orders.read of oauth2 now required`,
+      `::error file=${major},line=43,title=breaking card change (skill-removed)::skills[0]: skill resolve-support-request (Resolve a support request) removed`,
+      `::notice file=${major},line=10,title=descriptive card change (version-changed)::version: version 2.2.0 -> 3.0.0`,
     ]);
     const warned = await diff([minor, major], { GITHUB_ACTIONS: 'true' });
     expect(warned.stdout).toMatch(/^::warning file=.*\(skill-removed\)::/m);

@@ -3,7 +3,7 @@
  * run as a runner runs it: its diff step's script, with its env, in a clone whose origin's main
  * branch holds the manifest and whose pull request branch changes it, with `agentcard` on PATH.
  * A pull request that removes a skill fails the step (exit 3, an error annotation on the
- * manifest, the output the page shows); one that adds a skill passes; a new manifest passes.
+ * manifest's line, the output the page shows); one that adds a skill passes; a new manifest passes.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -79,7 +79,7 @@ function runPullRequest(name: string, edit: (work: string) => void, overrides: R
   const env = Object.fromEntries(
     Object.entries(step.env ?? {}).map(([k, v]) => [k, v.replace('${{ github.base_ref }}', 'main')]),
   );
-  return spawnSync('bash', ['-e', '-c', step.run!], {
+  const result = spawnSync('bash', ['-e', '-c', step.run!], {
     cwd: work,
     encoding: 'utf8',
     timeout: 60_000,
@@ -92,6 +92,12 @@ function runPullRequest(name: string, edit: (work: string) => void, overrides: R
       GITHUB_ACTIONS: 'true',
     },
   });
+  /** The line of the PR's manifest that holds `text`. */
+  const lineOf = (text: string) =>
+    readFileSync(join(work, manifestPath), 'utf8')
+      .split('\n')
+      .findIndex((l) => l.includes(text)) + 1;
+  return { ...result, lineOf };
 }
 
 type Card = { version: string; skills: Array<{ id: string; [k: string]: unknown }> };
@@ -120,8 +126,8 @@ describe('docs/cli-in-ci.md: failing a pull request that breaks callers', () => 
     expect(r.status, r.stderr).toBe(3);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines.filter((l) => l.startsWith('::'))).toEqual([
-      `::error file=${manifestPath},title=breaking card change (skill-removed)::skills[1]: skill track-order (Track an order) removed`,
-      `::notice file=${manifestPath},title=descriptive card change (version-changed)::version: version 2.2.0 -> 2.3.0`,
+      `::error file=${manifestPath},line=${r.lineOf('skills:')},title=breaking card change (skill-removed)::skills[1]: skill track-order (Track an order) removed`,
+      `::notice file=${manifestPath},line=${r.lineOf('version: 2.3.0')},title=descriptive card change (version-changed)::version: version 2.2.0 -> 2.3.0`,
     ]);
     // What the log shows (workflow commands are not printed): the page's text block.
     const shown = [...lines.filter((l) => !l.startsWith('::')), ...r.stderr.trimEnd().split('\n')].join('\n');
