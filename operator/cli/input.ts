@@ -285,7 +285,8 @@ export async function loadOneCard(
   return { label: doc.label, card: result.card, spec: result.spec, problems: result.problems };
 }
 
-function nameOf(doc: InputDocument): string | undefined {
+/** The name of a document: a manifest's metadata.name, or a card's name. */
+export function nameOf(doc: InputDocument): string | undefined {
   if (doc.type === 'manifest') return doc.name;
   if (doc.type === 'card' && doc.card && typeof doc.card === 'object') {
     const name = (doc.card as Record<string, unknown>).name;

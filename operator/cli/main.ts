@@ -26,6 +26,10 @@ const commands: Record<string, Command> = {
     summary: 'prove that each interface speaks its declared binding',
     load: () => import('./commands/probe.ts'),
   },
+  diff: {
+    summary: 'list the changes between two cards: breaking, compatible or descriptive',
+    load: () => import('./commands/diff.ts'),
+  },
   discover: {
     summary: 'find agents from a host or an AI Catalog and verify every card',
     load: () => import('./commands/discover.ts'),

@@ -13,7 +13,7 @@ export type Result = { code: number; stdout: string; stderr: string };
 
 export function agentcard(
   args: string[],
-  opts: { input?: string | Buffer; cwd?: string } = {},
+  opts: { input?: string | Buffer; cwd?: string; env?: Record<string, string> } = {},
 ): Promise<Result> {
   return new Promise((resolve) => {
     const child = execFile(
@@ -23,7 +23,7 @@ export function agentcard(
         cwd: opts.cwd ?? repoRoot,
         maxBuffer: 16 * 1024 * 1024,
         timeout: 60_000,
-        env: { ...process.env, AGENTCARD_DEBUG: '' },
+        env: { ...process.env, AGENTCARD_DEBUG: '', ...opts.env },
       },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
