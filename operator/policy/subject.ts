@@ -26,7 +26,8 @@ export function specCardViews(spec: AgentCardSpec, card: AgentCard): CardView[] 
       if (segments.length === 0) return formatPath(['spec', 'audiences', i]);
       const field = segments[0] as (typeof OVERRIDDEN)[number];
       if (field === 'supportedInterfaces' && audience.supportedInterfaces === undefined)
-        return audience.baseURL !== undefined
+        // A re-based URL comes from the baseURL; the rest of the interface from spec.card.
+        return audience.baseURL !== undefined && segments[2] === 'url'
           ? formatPath(['spec', 'audiences', i, 'baseURL'])
           : inCard(segments);
       if (OVERRIDDEN.includes(field) && audience[field] !== undefined)

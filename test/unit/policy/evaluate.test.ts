@@ -140,6 +140,21 @@ describe('content rules', () => {
     ]);
   });
 
+  it("a baseURL audience: a binding problem is spec.card's (reported once), a URL problem the baseURL's", () => {
+    const p = policy([
+      rule('bindings', { content: { allowedBindings: ['GRPC'] } }),
+      rule('hosts', { content: { allowedHostSuffixes: ['example.com'] } }),
+    ]);
+    const s = subject({
+      card: card(),
+      audiences: [{ name: 'internal', hosts: ['pay.internal'], baseURL: 'https://pay.internal' }],
+    });
+    expect(verdicts(p, s).map((r) => r.violations.map((v) => v.path))).toEqual([
+      ['spec.card.supportedInterfaces[0].protocolBinding'],
+      ['spec.audiences[0].baseURL'],
+    ]);
+  });
+
   it('host suffixes match at a label boundary; bindings are matched exactly', () => {
     const p = policy([
       rule('hosts', { content: { allowedHostSuffixes: ['example.com'] } }),
