@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   admissionObjects,
   admissionPolicyName,
+  CEL_COVERAGE,
   celString,
   ruleValidations,
 } from '../../../operator/policy/cel.ts';
@@ -153,6 +154,21 @@ describe('ruleValidations', () => {
     expect(ruleValidations(p(rule), rule as any)[0]!.messageExpression).toBe(
       `'spec.signing: Sign it, it\\'s the rule \\\\o/ (ClusterAgentPolicy p, rule signed)'`,
     );
+  });
+});
+
+describe('CEL_COVERAGE (what docs/policy.md states)', () => {
+  it('says no admission check exactly for the rule kinds that generate none', () => {
+    const samples = {
+      trust: { name: 'r', message: 'm', trust: { signed: true } },
+      content: { name: 'r', message: 'm', content: { allowedSchemes: ['https'] } },
+      reachability: { name: 'r', message: 'm', reachability: { readyBeforeListed: true } },
+      callers: { name: 'r', message: 'm', callers: { agentCards: [{ name: 'a' }] } },
+    };
+    for (const [kind, rule] of Object.entries(samples)) {
+      const generated = ruleValidations(policy([rule]), rule as any).length > 0;
+      expect(generated, kind).toBe(CEL_COVERAGE[kind as keyof typeof CEL_COVERAGE].admission.length > 0);
+    }
   });
 });
 
