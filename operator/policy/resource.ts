@@ -216,64 +216,74 @@ const SCHEME = /^[a-z][a-z0-9+.-]{0,31}$/;
 /** A DNS name without a leading dot; matched as itself or as the parent of the host. */
 const HOST_SUFFIX = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
 
+const contentRuleShape = {
+  requiredFields: unique(FieldPathSchema, 'field')
+    .describe(
+      'Fields the card must have, non-empty, as dotted paths of the A2A 1.0 card ("provider.organization", "securitySchemes", "documentationUrl").',
+    )
+    .optional(),
+  requiredCapabilities: unique(z.enum(CAPABILITIES), 'capability')
+    .describe('Capabilities that must be true: streaming, pushNotifications, extendedAgentCard.')
+    .optional(),
+  requiredExtensions: unique(z.string().min(1).max(2048), 'extension')
+    .describe('Extension URIs the card must declare in capabilities.extensions.')
+    .optional(),
+  allowedSchemes: unique(
+    z.string().regex(SCHEME, 'must be a lower-case URI scheme such as "https"'),
+    'scheme',
+  )
+    .describe('The URI schemes every interface URL may use, e.g. ["https"].')
+    .optional(),
+  allowedHostSuffixes: unique(
+    z
+      .string()
+      .max(253)
+      .regex(HOST_SUFFIX, 'must be a lower-case DNS name without a leading dot, e.g. "example.com"'),
+    'host suffix',
+  )
+    .describe(
+      'The hosts every interface URL may name: a host matches a suffix when it is the suffix or ends in "." and the suffix ("example.com" allows "a.example.com" and "example.com", not "badexample.com").',
+    )
+    .optional(),
+  allowedBindings: unique(z.string().min(1).max(64), 'binding')
+    .describe('The protocol bindings every interface may declare, e.g. ["JSONRPC", "GRPC", "HTTP+JSON"].')
+    .optional(),
+  maxCardBytes: z
+    .int()
+    .min(256)
+    .max(POLICY_LIMITS.maxCardBytes)
+    .describe('The largest card, in bytes of its served JSON (Google Agent Registry takes 10240).')
+    .optional(),
+  forbiddenInstructions: z
+    .strictObject({
+      minLength: z
+        .int()
+        .min(1)
+        .max(100_000)
+        .describe('The length, in characters, above which an instructions-like text block counts.'),
+    })
+    .describe(
+      'Refuse instructions-like text (a pasted system prompt: "You are ...", "never reveal ...", a <system> tag) longer than minLength in the description, a skill\'s description or examples, or an extension\'s description.',
+    )
+    .optional(),
+};
+
 export const ContentRuleSchema = z
-  .strictObject({
-    requiredFields: unique(FieldPathSchema, 'field')
-      .describe(
-        'Fields the card must have, non-empty, as dotted paths of the A2A 1.0 card ("provider.organization", "securitySchemes", "documentationUrl").',
-      )
-      .optional(),
-    requiredCapabilities: unique(z.enum(CAPABILITIES), 'capability')
-      .describe('Capabilities that must be true: streaming, pushNotifications, extendedAgentCard.')
-      .optional(),
-    requiredExtensions: unique(z.string().min(1).max(2048), 'extension')
-      .describe('Extension URIs the card must declare in capabilities.extensions.')
-      .optional(),
-    allowedSchemes: unique(
-      z.string().regex(SCHEME, 'must be a lower-case URI scheme such as "https"'),
-      'scheme',
-    )
-      .describe('The URI schemes every interface URL may use, e.g. ["https"].')
-      .optional(),
-    allowedHostSuffixes: unique(
-      z
-        .string()
-        .max(253)
-        .regex(HOST_SUFFIX, 'must be a lower-case DNS name without a leading dot, e.g. "example.com"'),
-      'host suffix',
-    )
-      .describe(
-        'The hosts every interface URL may name: a host matches a suffix when it is the suffix or ends in "." and the suffix ("example.com" allows "a.example.com" and "example.com", not "badexample.com").',
-      )
-      .optional(),
-    allowedBindings: unique(z.string().min(1).max(64), 'binding')
-      .describe('The protocol bindings every interface may declare, e.g. ["JSONRPC", "GRPC", "HTTP+JSON"].')
-      .optional(),
-    maxCardBytes: z
-      .int()
-      .min(256)
-      .max(POLICY_LIMITS.maxCardBytes)
-      .describe('The largest card, in bytes of its served JSON (Google Agent Registry takes 10240).')
-      .optional(),
-    forbiddenInstructions: z
-      .strictObject({
-        minLength: z
-          .int()
-          .min(1)
-          .max(100_000)
-          .describe('The length, in characters, above which an instructions-like text block counts.'),
-      })
-      .describe(
-        'Refuse instructions-like text (a pasted system prompt: "You are ...", "never reveal ...", a <system> tag) longer than minLength in the description, a skill\'s description or examples, or an extension\'s description.',
-      )
-      .optional(),
-  })
+  .strictObject(contentRuleShape)
   .superRefine((c, ctx) => {
     if (Object.values(c).every((v) => v === undefined))
       ctx.addIssue({ code: 'custom', message: 'set at least one content requirement' });
   })
   .meta({
-    'x-kubernetes-validations': [{ rule: 'size(self) > 0', message: 'set at least one content requirement' }],
+    'x-kubernetes-validations': [
+      {
+        // A structural object has no size() in CEL: one has() per field.
+        rule: Object.keys(contentRuleShape)
+          .map((k) => `has(self.${k})`)
+          .join(' || '),
+        message: 'set at least one content requirement',
+      },
+    ],
   })
   .describe('What the card must and must not contain.');
 
