@@ -153,3 +153,27 @@ export function signingCertificateName(cardName: string): string {
   const hash = createHash('sha256').update(cardName).digest('hex').slice(0, 16);
   return `${cardName.slice(0, 253 - SIGNING_CERTIFICATE_SUFFIX.length - 17)}-${hash}${SIGNING_CERTIFICATE_SUFFIX}`;
 }
+
+// ---- policies (AgentPolicy, ClusterAgentPolicy: operator/policy/) ------------------------------
+// The catalogs' Issuer/ClusterIssuer pattern again: the namespaced kind governs the AgentCards
+// of its own namespace, the cluster-scoped kind those of the namespaces it selects.
+
+export const POLICY_KIND = 'AgentPolicy';
+export const POLICY_PLURAL = 'agentpolicies';
+export const POLICY_SINGULAR = 'agentpolicy';
+export const CLUSTER_POLICY_KIND = 'ClusterAgentPolicy';
+export const CLUSTER_POLICY_PLURAL = 'clusteragentpolicies';
+export const CLUSTER_POLICY_SINGULAR = 'clusteragentpolicy';
+export type PolicyKind = typeof POLICY_KIND | typeof CLUSTER_POLICY_KIND;
+
+/**
+ * Label of every object generated from a policy (its ValidatingAdmissionPolicy and binding):
+ * policyLabelValue() of the policy, so that deleting the policy can find and remove them.
+ */
+export const POLICY_LABEL = 'agentcard.dev/policy';
+
+/** Value of POLICY_LABEL: the policy's kind, namespace and name, hashed when too long for a label. */
+export function policyLabelValue(kind: PolicyKind, name: string, namespace?: string): string {
+  const value = kind === POLICY_KIND ? `ns.${namespace}.${name}` : `cluster.${name}`;
+  return value.length <= 63 ? value : `h.${createHash('sha256').update(value).digest('hex').slice(0, 40)}`;
+}

@@ -137,7 +137,7 @@ async function readStdin(maxBytes: number): Promise<string> {
 export type InputDocument =
   | { type: 'manifest'; label: string; name?: string; resource: Record<string, unknown> }
   | { type: 'card'; label: string; card: unknown }
-  | { type: 'other'; label: string };
+  | { type: 'other'; label: string; resource?: Record<string, unknown> };
 
 /**
  * Splits YAML or JSON text (JSON is YAML) into documents: AgentCard manifests, bare cards
@@ -199,7 +199,12 @@ function classify(values: unknown[], source: string): InputDocument[] {
       const name = typeof metadata?.name === 'string' ? metadata.name : undefined;
       if (obj.apiVersion === API_VERSION && obj.kind === KIND)
         out.push({ type: 'manifest', label, name, resource: obj });
-      else out.push({ type: 'other', label: `${label} (${String(obj.kind)}${name ? ` ${name}` : ''})` });
+      else
+        out.push({
+          type: 'other',
+          label: `${label} (${String(obj.kind)}${name ? ` ${name}` : ''})`,
+          resource: obj,
+        });
       return;
     }
     out.push({ type: 'card', label, card: value });

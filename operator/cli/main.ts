@@ -12,6 +12,10 @@ const commands: Record<string, Command> = {
     summary: 'validate AgentCard manifests or card JSON',
     load: () => import('./commands/validate.ts'),
   },
+  policy: {
+    summary: 'check cards against AgentPolicy and ClusterAgentPolicy files (policy check)',
+    load: () => import('./commands/policy.ts'),
+  },
   render: {
     summary: 'render the served card (v1 or v0.3) from a manifest',
     load: () => import('./commands/render.ts'),

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { flagsIn } from '../../support/cli-flags.ts';
 import { repoRoot } from '../../support/paths.ts';
 
 const commandsDir = join(repoRoot, 'operator/cli/commands');
@@ -14,13 +15,6 @@ const commandsDir = join(repoRoot, 'operator/cli/commands');
 function commands(): string[] {
   const main = readFileSync(join(repoRoot, 'operator/cli/main.ts'), 'utf8');
   return [...main.matchAll(/^ {2}'?([a-z][a-z-]*)'?: \{/gm)].map((m) => m[1]!);
-}
-
-/** The flags of one command: each `name: { type: ... }` entry of its option table. */
-export function flagsIn(source: string): Array<{ long: string; short?: string; boolean: boolean }> {
-  return [
-    ...source.matchAll(/^\s+'?([a-z][a-z-]*)'?: \{ type: '(string|boolean)'(?:, short: '([a-z])')?/gm),
-  ].map((m) => ({ long: m[1]!, boolean: m[2] === 'boolean', ...(m[3] ? { short: m[3] } : {}) }));
 }
 
 /** The section `## agentcard <command>` of docs/cli.md. */
