@@ -4,7 +4,8 @@
  * interfaces may differ), and a finding is reported at the field the user wrote: a re-based
  * interface URL at the audience's baseURL, a field the audience does not override at spec.card.
  */
-import { audienceVariants, DEFAULT_AUDIENCE } from '../card/audience.ts';
+import { DEFAULT_AUDIENCE } from '../card/audience.ts';
+import { audienceVariants } from '../card/variants.ts';
 import { formatPath, type PathSegment } from '../card/problem.ts';
 import { renderV1 } from '../card/render.ts';
 import type { AgentCardSpec } from '../card/resource.ts';

@@ -13,7 +13,7 @@ import { AgentCard as SdkAgentCard } from '@a2a-js/sdk';
 import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { audienceVariants } from '../../../operator/card/audience.ts';
+import { audienceVariants } from '../../../operator/card/variants.ts';
 import { renderV1 } from '../../../operator/card/render.ts';
 import { validateResource } from '../../../operator/card/validate.ts';
 import { agentcard, expectOneLineError, tempDir } from '../../support/cli.ts';
