@@ -37,12 +37,6 @@ type Node = {
   'x-kubernetes-list-map-keys'?: string[];
 };
 
-/** One section: an object type, reached at `path` (e.g. `spec.card.skills[]`). */
-interface Section {
-  path: string;
-  node: Node;
-}
-
 /** The anchor GitHub derives from a heading's text (lower case, punctuation dropped). */
 export function slug(heading: string): string {
   return heading
@@ -64,33 +58,7 @@ const cell = (text: string) =>
     .split('`')
     .map((part, i) => (i % 2 === 0 ? part.replace(/</g, '&lt;') : part))
     .join('`');
-const code = (value: unknown) => `\`${typeof value === 'string' ? value : JSON.stringify(value)}\``;
-
-/** The object sections in document order: each object, then the objects below it. */
-function collectSections(node: Node, path: string, out: Section[]): void {
-  if (isObject(node)) {
-    out.push({ path, node });
-    for (const [name, child] of Object.entries(node.properties!))
-      collectSections(child, `${path}.${name}`, out);
-  } else if (node.items) {
-    collectSections(node.items, `${path}[]`, out);
-  } else if (node.additionalProperties) {
-    collectSections(node.additionalProperties, `${path}{}`, out);
-  }
-}
-
-/** The type column: scalars by name, objects as links to their section. */
-function typeOf(node: Node, path: string): string {
-  if (path === `${KIND}.metadata`) return `[ObjectMeta](${OBJECT_META})`;
-  if (node['x-kubernetes-preserve-unknown-fields']) return 'object (free-form JSON)';
-  if (isObject(node)) return `[object](#${slug(path)})`;
-  if (node.type === 'array' && node.items) return `array of ${typeOf(node.items, `${path}[]`)}`;
-  if (node.type === 'object' && node.additionalProperties) {
-    return `map of string to ${typeOf(node.additionalProperties, `${path}{}`)}`;
-  }
-  const base = node.format ? `${node.type} (${node.format})` : (node.type ?? '?');
-  return base;
-}
+export const code = (value: unknown) => `\`${typeof value === 'string' ? value : JSON.stringify(value)}\``;
 
 /** The validation the API server applies to this field (CEL rules included). */
 function validation(node: Node): string[] {
@@ -115,59 +83,131 @@ function validation(node: Node): string[] {
   return rules;
 }
 
-function fieldRow(name: string, node: Node, parent: Node, path: string): string {
-  const required = parent.required?.includes(name) ? 'yes' : 'no';
-  const def = node.default !== undefined ? code(node.default) : '';
-  const checks = validation(node);
-  const text = node.description ?? (name === 'metadata' ? 'Name, namespace, labels and annotations.' : '');
-  const description = [text, checks.length ? `Validation: ${checks.join('; ')}.` : '']
-    .filter(Boolean)
-    .join(' ');
-  return `| ${code(name)} | ${cell(typeOf(node, path))} | ${required} | ${cell(def)} | ${cell(description)} |`;
+/** One section: an object type, reached at `path` (e.g. `spec.card.skills[]`). */
+export interface Section {
+  path: string;
+  node: Node;
 }
 
-function sectionText({ path, node }: Section): string {
-  const lines = [`## \`${path}\``, ''];
-  if (node.description) lines.push(cell(node.description), '');
-  const own = validation(node);
-  if (own.length) lines.push(`Validation: ${cell(own.join('; '))}.`, '');
-  lines.push(
-    '| Field | Type | Required | Default | Description |',
-    '| ----- | ---- | -------- | ------- | ----------- |',
-  );
-  for (const [name, child] of Object.entries(node.properties!)) {
-    lines.push(fieldRow(name, child, node, `${path}.${name}`));
-  }
-  return lines.join('\n');
+/** A CRD version as the generators build it (only what the reference reads). */
+export interface CrdForReference {
+  spec: {
+    names: { kind: string; plural: string; shortNames?: string[]; categories?: string[] };
+    scope: 'Namespaced' | 'Cluster';
+    versions: Array<{
+      schema: { openAPIV3Schema: Node };
+      additionalPrinterColumns: Array<{ name: string; jsonPath: string; priority?: number }>;
+    }>;
+  };
 }
+
+/**
+ * The object types of one page, and where each is documented. A kind rendered after another on
+ * the same page (ClusterAgentCatalog after AgentCatalog) links to the earlier kind's section of
+ * an identical object instead of repeating it.
+ */
+export class ReferencePage {
+  readonly sections: Section[] = [];
+  /** An object's schema (as JSON) -> the path of the section that documents it. */
+  private readonly documented = new Map<string, string>();
+  /** Object schemas documented by an earlier kind: linked to, not repeated. */
+  private shared = new Map<string, string>();
+
+  /** Adds the sections of one kind's schema: its root object, then the objects below it. */
+  addKind(kind: string, root: Node): Section[] {
+    this.shared = new Map(this.documented);
+    const added: Section[] = [];
+    this.collect(root, kind, kind, added);
+    for (const s of added) this.documented.set(JSON.stringify(s.node), s.path);
+    const anchors = new Map(this.sections.map((s) => [slug(s.path), s.path]));
+    for (const s of added) {
+      const clash = anchors.get(slug(s.path));
+      if (clash) throw new Error(`sections ${clash} and ${s.path} would share the anchor #${slug(s.path)}`);
+      anchors.set(slug(s.path), s.path);
+    }
+    this.sections.push(...added);
+    return added;
+  }
+
+  /** The section documenting the object at `path`: its own, or an earlier kind's identical one. */
+  sectionOf(node: Node, path: string): string {
+    return this.shared.get(JSON.stringify(node)) ?? path;
+  }
+
+  /** The object sections in document order: each object, then the objects below it. */
+  private collect(node: Node, path: string, kind: string, out: Section[]): void {
+    if (isObject(node)) {
+      if (path !== kind && this.shared.has(JSON.stringify(node))) return;
+      out.push({ path, node });
+      for (const [name, child] of Object.entries(node.properties!))
+        this.collect(child, `${path}.${name}`, kind, out);
+    } else if (node.items) {
+      this.collect(node.items, `${path}[]`, kind, out);
+    } else if (node.additionalProperties) {
+      this.collect(node.additionalProperties, `${path}{}`, kind, out);
+    }
+  }
+
+  /** The type column: scalars by name, objects as links to their section. */
+  typeOf(node: Node, path: string): string {
+    if (/^[A-Za-z]+\.metadata$/.test(path)) return `[ObjectMeta](${OBJECT_META})`;
+    if (node['x-kubernetes-preserve-unknown-fields']) return 'object (free-form JSON)';
+    if (isObject(node)) return `[object](#${slug(this.sectionOf(node, path))})`;
+    if (node.type === 'array' && node.items) return `array of ${this.typeOf(node.items, `${path}[]`)}`;
+    if (node.type === 'object' && node.additionalProperties) {
+      return `map of string to ${this.typeOf(node.additionalProperties, `${path}{}`)}`;
+    }
+    return node.format ? `${node.type} (${node.format})` : (node.type ?? '?');
+  }
+
+  private fieldRow(name: string, node: Node, parent: Node, path: string): string {
+    const required = parent.required?.includes(name) ? 'yes' : 'no';
+    const def = node.default !== undefined ? code(node.default) : '';
+    const checks = validation(node);
+    const text = node.description ?? (name === 'metadata' ? 'Name, namespace, labels and annotations.' : '');
+    const description = [text, checks.length ? `Validation: ${checks.join('; ')}.` : '']
+      .filter(Boolean)
+      .join(' ');
+    return `| ${code(name)} | ${cell(this.typeOf(node, path))} | ${required} | ${cell(def)} | ${cell(description)} |`;
+  }
+
+  sectionText({ path, node }: Section): string {
+    const lines = [`## \`${path}\``, ''];
+    if (node.description) lines.push(cell(node.description), '');
+    const own = validation(node);
+    if (own.length) lines.push(`Validation: ${cell(own.join('; '))}.`, '');
+    lines.push(
+      '| Field | Type | Required | Default | Description |',
+      '| ----- | ---- | -------- | ------- | ----------- |',
+    );
+    for (const [name, child] of Object.entries(node.properties!)) {
+      lines.push(this.fieldRow(name, child, node, `${path}.${name}`));
+    }
+    return lines.join('\n');
+  }
+
+  /** The contents list: one link per section. */
+  index(sections: Section[] = this.sections): string {
+    return sections.map((s) => `- [\`${s.path}\`](#${slug(s.path)})`).join('\n');
+  }
+}
+
+/** The rows of the `kubectl get` columns table of a CRD version. */
+export function printerColumns(crd: CrdForReference): string {
+  return crd.spec.versions[0]!.additionalPrinterColumns.map(
+    (c) => `| ${c.name} | ${code(c.jsonPath)} | ${c.priority ? '`-o wide` only' : ''} |`,
+  ).join('\n');
+}
+
+export const rootSchema = (crd: CrdForReference): Node => crd.spec.versions[0]!.schema.openAPIV3Schema;
 
 /** The reference's Markdown text, before formatting (see formattedReference). */
 export function referenceMarkdown(): string {
-  const crd = buildCrd() as {
-    spec: {
-      versions: Array<{
-        schema: { openAPIV3Schema: Node };
-        additionalPrinterColumns: Array<{ name: string; jsonPath: string; priority?: number }>;
-      }>;
-    };
-  };
-  const version = crd.spec.versions[0]!;
-  const root = version.schema.openAPIV3Schema;
-  const sections: Section[] = [];
-  collectSections(root, KIND, sections);
-
-  const anchors = new Map<string, string>();
-  for (const s of sections) {
-    const a = slug(s.path);
-    const clash = anchors.get(a);
-    if (clash) throw new Error(`sections ${clash} and ${s.path} would share the anchor #${a}`);
-    anchors.set(a, s.path);
-  }
-
-  const columns = version.additionalPrinterColumns
-    .map((c) => `| ${c.name} | ${code(c.jsonPath)} | ${c.priority ? '`-o wide` only' : ''} |`)
-    .join('\n');
-  const index = sections.map((s) => `- [\`${s.path}\`](#${slug(s.path)})`).join('\n');
+  const crd = buildCrd() as unknown as CrdForReference;
+  const page = new ReferencePage();
+  page.addKind(KIND, rootSchema(crd));
+  const columns = printerColumns(crd);
+  const index = page.index();
 
   const header = `<!-- Generated by \`npm run gen:docs\` from operator/card/schema.ts and operator/card/resource.ts. Do not edit. -->
 
@@ -199,7 +239,15 @@ ${columns}
 
 ${index}
 `;
-  return `${header}\n${sections.map(sectionText).join('\n\n')}\n`;
+  return `${header}\n${page.sections.map((x) => page.sectionText(x)).join('\n\n')}\n`;
+}
+
+/** `markdown` formatted by Prettier with the repository's settings for `file` (relative to the root). */
+export async function formatReferenceFile(file: string, markdown: string): Promise<string> {
+  const prettier = await import('prettier');
+  const path = fileURLToPath(new URL(`../../${file}`, import.meta.url));
+  const options = (await prettier.resolveConfig(path)) ?? {};
+  return prettier.format(markdown, { ...options, filepath: path });
 }
 
 /**
@@ -207,8 +255,5 @@ ${index}
  * the repository's settings, so that `prettier --check .` and the staleness test agree.
  */
 export async function formattedReference(): Promise<string> {
-  const prettier = await import('prettier');
-  const file = fileURLToPath(new URL(`../../${REFERENCE_FILE}`, import.meta.url));
-  const options = (await prettier.resolveConfig(file)) ?? {};
-  return prettier.format(referenceMarkdown(), { ...options, filepath: file });
+  return formatReferenceFile(REFERENCE_FILE, referenceMarkdown());
 }

@@ -79,6 +79,8 @@ interface Entry {
   /** Rounds each interface still sits out (Infinity: never probed again). */
   skip: number[];
   timer?: NodeJS.Timeout;
+  /** When the timer fires (ms since the epoch); undefined while no round is planned. */
+  dueAt?: number;
   round?: Promise<void>;
   abort: AbortController;
   rounds: number;
@@ -157,6 +159,11 @@ export class ProbeScheduler {
     return this.#entries.has(key);
   }
 
+  /** When the key's next round starts (ms since the epoch); undefined while none is planned. */
+  nextRoundAt(key: string): number | undefined {
+    return this.#entries.get(key)?.dueAt;
+  }
+
   /** Stops everything and waits for probes in flight to end. */
   async stop(): Promise<void> {
     const rounds = [...this.#entries.values()].map((e) => e.round);
@@ -182,9 +189,12 @@ export class ProbeScheduler {
 
   #schedule(entry: Entry, delayMs: number): void {
     clearTimeout(entry.timer);
+    entry.dueAt = undefined;
     if (!Number.isFinite(delayMs)) return;
+    entry.dueAt = Date.now() + Math.max(0, delayMs);
     entry.timer = setTimeout(
       () => {
+        entry.dueAt = undefined;
         entry.round = this.#round(entry).catch((err: unknown) =>
           this.#opts.logger?.error('probe round failed', { key: entry.key, error: describeError(err) }),
         );

@@ -8,12 +8,33 @@ import {
   type V1PodTemplate,
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { KubeClient } from '../../operator/kube/client.ts';
+import { KubeClient, type WatchEvent } from '../../operator/kube/client.ts';
 import { ResilientInformer } from '../../operator/kube/informer.ts';
 import { kubeConfig, serviceAccountKubeConfig, useTestNamespace } from '../support/cluster.ts';
 import { compactEtcd } from '../support/etcd.ts';
 import { waitFor } from '../support/operator.ts';
 import { captureLogs } from '../support/logs.ts';
+
+/** A KubeClient that records, for each watch request it made, whether the request has ended. */
+class WatchTrackingClient extends KubeClient {
+  readonly watches: Array<{ ended: boolean }> = [];
+
+  override async watch<T>(
+    path: string,
+    query: Parameters<KubeClient['watch']>[1],
+    onEvent: (event: WatchEvent<T>) => void,
+    signal: AbortSignal,
+    accept?: string,
+  ): Promise<void> {
+    const watch = { ended: false };
+    this.watches.push(watch);
+    try {
+      await super.watch(path, query, onEvent, signal, accept);
+    } finally {
+      watch.ended = true;
+    }
+  }
+}
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -23,9 +44,10 @@ describe('ResilientInformer', () => {
   it('keeps retrying a refused list with backoff and syncs once RBAC allows it', async () => {
     const saKc = await serviceAccountKubeConfig(ns.name, 'informer-test');
     const { lines, log } = captureLogs();
+    const client = new WatchTrackingClient(saKc);
     const informer = new ResilientInformer<V1ConfigMap>({
       name: 'configmaps/test',
-      client: new KubeClient(saKc),
+      client,
       path: `/api/v1/namespaces/${ns.name}/configmaps`,
       labelSelector: 'app=test',
       log,
@@ -76,12 +98,13 @@ describe('ResilientInformer', () => {
     } finally {
       await informer.stop();
     }
-    // stop() aborts the watch request; that must not count as a failure and restart it. stop()
-    // resolves after the watch loop has ended and its error, if any, was handled, so the log line
-    // would already be there; the pause is for a regression that reports the abort later. Kept as
-    // a pause: a restart that does not happen has no counter to wait on.
+    // stop() aborts the watch request; that must not count as a failure and restart it. The
+    // abort reaches the informer when the watch request ends: once every watch it opened has
+    // ended (and the promise callbacks after it have run), a restart would have been reported.
     const count = lines.filter((l) => l.msg === 'watch stopped; restarting').length;
-    await new Promise((r) => setTimeout(r, 1_000));
+    expect(client.watches.length).toBeGreaterThan(0);
+    await waitFor('every watch request to end', async () => client.watches.every((w) => w.ended), 10_000);
+    await new Promise((r) => setImmediate(r));
     expect(lines.filter((l) => l.msg === 'watch stopped; restarting').length).toBe(count);
   });
 

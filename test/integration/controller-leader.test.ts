@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CoordinationV1Api, RbacAuthorizationV1Api, Watch, type V1Lease } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_TIMING, LeaderElector } from '../../operator/kube/leader.ts';
+import { DEFAULT_TIMING, LeaderElector, type LeaseStore } from '../../operator/kube/leader.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { kubeLeaseStore } from '../../operator/kube/lease.ts';
 import { createLogger } from '../../operator/log.ts';
@@ -67,8 +67,20 @@ describe('LeaderElector on a real Lease', () => {
 
   it('one holder at a time; release hands over at once; a renew that fails loses the lease', async () => {
     const store = kubeLeaseStore(new KubeClient(kc), ns.name, 'elector-test');
+    // b's reads of the Lease, as the API server answered them: what each of its rounds decided on.
+    const bReads: Array<{ at: number; holder?: string; renewTime?: string }> = [];
+    const bStore: LeaseStore = {
+      read: async (signal) => {
+        const at = Date.now();
+        const found = await store.read(signal);
+        bReads.push({ at, holder: found?.record.holderIdentity, renewTime: found?.record.renewTime });
+        return found;
+      },
+      create: (record, signal) => store.create(record, signal),
+      write: (record, resourceVersion, signal) => store.write(record, resourceVersion, signal),
+    };
     const a = new LeaderElector(store, 'a', quiet, fast);
-    const b = new LeaderElector(store, 'b', quiet, fast);
+    const b = new LeaderElector(bStore, 'b', quiet, fast);
     const stop = new AbortController();
     expect(await a.acquire(stop.signal)).toBe(true);
     expect(await b.tryAcquireOrRenew()).toBe(false);
@@ -79,9 +91,24 @@ describe('LeaderElector on a real Lease', () => {
     // b campaigns while a holds and renews.
     const aStop = new AbortController();
     const aHolding = a.holdUntilLost(aStop.signal);
+    const campaignFrom = bReads.length;
     const bAcquired = b.acquire(stop.signal);
-    await new Promise((r) => setTimeout(r, 4_000)); // longer than the lease: a's renewals keep it
+    // b counts the lease duration from its first read: had a stopped renewing, b's first round
+    // after that would take the Lease. Two rounds past it (the second starts after the first has
+    // decided) prove b had its chance.
+    const campaign = () => bReads.slice(campaignFrom);
+    await waitFor(
+      'two rounds of b a lease duration after its first',
+      async () => {
+        const expiry = (campaign()[0]?.at ?? Infinity) + fast.leaseDurationSeconds * 1000;
+        return b.isLeader || campaign().filter((r) => r.at > expiry).length >= 2;
+      },
+      20_000,
+    );
     expect(b.isLeader).toBe(false);
+    // What kept it: every round of b found a holding the Lease, with a renewTime a kept moving.
+    expect(campaign().every((r) => r.holder === 'a')).toBe(true);
+    expect(new Set(campaign().map((r) => r.renewTime)).size).toBeGreaterThanOrEqual(5);
 
     // a stops (as on SIGTERM) and steps down: b takes over without waiting for expiry.
     aStop.abort();

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
+  AuthorizationV1Api,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -32,6 +33,7 @@ import {
   RbacAuthorizationV1Api,
   type V1ClusterRole,
   type V1PolicyRule,
+  type V1ResourceAttributes,
   type V1Role,
 } from '@kubernetes/client-node';
 import {
@@ -55,6 +57,7 @@ const core = kc.makeApiClient(CoreV1Api);
 const apps = kc.makeApiClient(AppsV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+const authz = kc.makeApiClient(AuthorizationV1Api);
 const coordination = kc.makeApiClient(CoordinationV1Api);
 const eventsApi = kc.makeApiClient(EventsV1Api);
 const admission = kc.makeApiClient(AdmissionregistrationV1Api);
@@ -73,6 +76,8 @@ let operatorArgs: string[];
 let agent: DemoAgent;
 let cycleNo = 0;
 let namespacedMode = false;
+/** The chart's ServiceAccount, as the authorizer names it. */
+let serviceAccount: { user: string; groups: string[] };
 
 function helm(args: string[]) {
   return runTool('helm', args, { kubeconfig: kubeconfigPath(), timeoutMs: 120_000 });
@@ -101,6 +106,10 @@ export async function setUp(opts: { namespaced?: boolean } = {}): Promise<{ rele
   const container = deployment.spec!.template.spec!.containers.find((c) => c.name === 'operator')!;
   operatorArgs = container.args ?? [];
   const saName = deployment.spec!.template.spec!.serviceAccountName!;
+  serviceAccount = {
+    user: `system:serviceaccount:${opNs.name}:${saName}`,
+    groups: ['system:serviceaccounts', `system:serviceaccounts:${opNs.name}`, 'system:authenticated'],
+  };
 
   work = mkdtempSync(join(tmpdir(), 'agentcard-rbac-'));
   const token = await serviceAccountToken(opNs.name, saName, { expirationSeconds: 3600 });
@@ -538,19 +547,69 @@ export async function boundRoles(): Promise<BoundRole[]> {
 }
 
 export async function writeRules(role: BoundRole, rules: V1PolicyRule[]): Promise<void> {
+  const current = await role.read();
   if (role.kind === 'ClusterRole') {
-    const current = await role.read();
     await rbac.replaceClusterRole({ name: role.name, body: { ...current, rules } });
   } else {
-    const current = await role.read();
     await rbac.replaceNamespacedRole({
       name: role.name,
       namespace: role.namespace,
       body: { ...current, rules },
     });
   }
-  // The authorizer reads RBAC from the API server's watch cache; give it a moment.
-  await new Promise((r) => setTimeout(r, 1000));
+  await authorizerSees(role, current.rules ?? [], rules);
+}
+
+/** What rules grant, one SubjectAccessReview's attributes per verb, resource and group. */
+function grants(rules: V1PolicyRule[], namespace: string | undefined): Map<string, V1ResourceAttributes> {
+  const out = new Map<string, V1ResourceAttributes>();
+  for (const rule of rules) {
+    for (const group of rule.apiGroups ?? []) {
+      for (const path of rule.resources ?? []) {
+        const [resource, subresource] = path.split('/');
+        for (const verb of rule.verbs) {
+          const attrs = { group, resource, subresource, verb, namespace, name: rule.resourceNames?.[0] };
+          out.set(JSON.stringify(attrs), attrs);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Waits until the API server's authorizer, which reads RBAC from its own watch cache, answers
+ * with the role's new rules: what they add is allowed, and what they take away is no longer
+ * allowed by this role (a SubjectAccessReview's reason names the role that allowed it; another
+ * role may still grant it).
+ */
+async function authorizerSees(role: BoundRole, before: V1PolicyRule[], after: V1PolicyRule[]): Promise<void> {
+  const namespace = role.kind === 'Role' ? role.namespace : undefined;
+  const [was, is] = [grants(before, namespace), grants(after, namespace)];
+  const added = [...is].filter(([key]) => !was.has(key)).map(([, attrs]) => attrs);
+  const removed = [...was].filter(([key]) => !is.has(key)).map(([, attrs]) => attrs);
+  const byThisRole = `${role.kind} "${role.name}"`;
+  const review = async (attrs: V1ResourceAttributes) =>
+    (
+      await authz.createSubjectAccessReview({
+        body: { spec: { ...serviceAccount, resourceAttributes: attrs } },
+      })
+    ).status!;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const stale: string[] = [];
+    for (const attrs of added)
+      if (!(await review(attrs)).allowed) stale.push(`not yet: ${JSON.stringify(attrs)}`);
+    for (const attrs of removed) {
+      const status = await review(attrs);
+      if (status.allowed && status.reason?.includes(byThisRole))
+        stale.push(`still: ${JSON.stringify(attrs)}`);
+    }
+    if (stale.length === 0) return;
+    if (Date.now() > deadline)
+      throw new Error(`the authorizer did not take the new rules of ${byThisRole}: ${stale.join('; ')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 function describeRule(rule: V1PolicyRule): string {

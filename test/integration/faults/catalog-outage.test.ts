@@ -11,13 +11,7 @@ import { API_VERSION, CATALOG_KIND, CATALOG_PLURAL, GROUP } from '../../../opera
 import { ApiRelay, type RelayRequest } from '../../support/api-relay.ts';
 import { startFaultCluster, type FaultCluster } from '../../support/faults.ts';
 import { recordFigure } from '../../support/figures.ts';
-import {
-  installCatalogCrds,
-  sleep,
-  spawnOperator,
-  waitFor,
-  type ChildOperator,
-} from '../../support/operator.ts';
+import { installCatalogCrds, spawnOperator, waitFor, type ChildOperator } from '../../support/operator.ts';
 
 let cluster: FaultCluster;
 let relay: ApiRelay | undefined;
@@ -64,7 +58,7 @@ const catalogWrite = (r: RelayRequest) =>
   (/\/configmaps\/[^/]+-ai-catalog$/.test(r.path) || r.path.includes(`/${CATALOG_PLURAL}/`));
 
 describe('faults: the catalog controller during an API outage', () => {
-  it('writes refused with 429 for 12 s: the outage gate holds the catalog queue, every catalog is published after', async () => {
+  it('writes refused with 429 past three breaker steps: the outage gate holds the catalog queue, every catalog is published after', async () => {
     const ns = 'catalog-outage';
     await cluster.api.core.createNamespace({ body: { metadata: { name: ns } } });
     relay = await ApiRelay.start(cluster.instance.server, cluster.instance.pkiDir);
@@ -86,7 +80,16 @@ describe('faults: the catalog controller during an API outage', () => {
       async () => relay!.requests.some((r) => r.at >= from && catalogWrite(r) && r.outcome === 429),
       30_000,
     );
-    await sleep(12_000);
+    // The outage lasts until the gate has backed off to its 4 s step: its probes (one refused write
+    // each) 1, 2 and 4 s apart. Without the gate the 10 catalogs would each retry 1, 2, 4 s after
+    // their last failure, and the refused writes would never be 4 s apart this early.
+    const refusedAt = () =>
+      relay!.requests.filter((r) => r.at >= from && catalogWrite(r) && r.outcome === 429).map((r) => r.at);
+    await waitFor(
+      'refused writes 4 s apart (the gate at its third step)',
+      async () => refusedAt().some((at, i, all) => i > 0 && at - all[i - 1]! >= 3_500),
+      30_000,
+    );
     const to = Date.now();
     relay.setMode({ kind: 'pass' });
     const during = relay.requests.filter((r) => r.at >= from && r.at < to && catalogWrite(r));
@@ -102,9 +105,10 @@ describe('faults: the catalog controller during an API outage', () => {
     for (const name of names) expect(await cluster.api.getConfigMap(ns, `${name}-ai-catalog`)).toBeDefined();
     recordFigure('catalog-outage', { catalogs: names.length, refusedWrites: during.length, recoveredMs });
     // Held: the runs in flight when the gate opened (the queue's concurrency, 2) and one probe per
-    // breaker step (1, 2, 4, 8 s: at most 4 in 12 s). Without the gate each of the 10 catalogs
-    // retries on its own backoff (1, 2, 4, 8 s): about 40 refused writes.
-    expect(during.length).toBeLessThanOrEqual(2 + 4 + 2);
+    // breaker step (1, 2, 4 s). Without the gate each of the 10 catalogs retries on its own
+    // backoff (1, 2, 4 s): about 40 refused writes by then.
+    expect(to - from).toBeGreaterThanOrEqual(1_000 + 2_000 + 3_500);
+    expect(during.length).toBeLessThanOrEqual(2 + 3 + 2);
     // The gate's recovery (the breaker's next probe, at most 8 s away here) publishes them all.
     expect(recoveredMs).toBeLessThan(8_000 + 10_000);
     op.child.kill('SIGTERM');

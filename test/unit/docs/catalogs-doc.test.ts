@@ -49,7 +49,7 @@ describe('docs/catalogs.md', () => {
   });
 
   it('shows the Ready message the readiness policy writes', () => {
-    const example = /reason: Ready, message: '([^']+)'/.exec(section());
+    const example = /reason `Ready` and\s+the message `([^`]+)`/.exec(section());
     const signed = new Map([
       [
         'Signed',

@@ -55,6 +55,15 @@ function collector() {
   };
 }
 
+/** Resolves once `check` holds (polled on each turn of the event loop, at most 5 s). */
+async function waitUntil(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not reached in ${timeoutMs} ms: ${check.toString()}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 const ifaces = (p: A2APeers): ProbeTarget[] => [
   { url: p.jsonrpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
   { url: p.rest, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
@@ -91,10 +100,13 @@ describe('ProbeScheduler', () => {
     const config = { interfaces: ifaces(peers).slice(0, 1), intervalMs: 60_000, timeoutMs: 2000 };
     scheduler.upsert('ns/a', config);
     await c.until('ns/a', 1);
+    // The next round is planned at least half an interval away (see roundDelayMs).
+    const due = scheduler.nextRoundAt('ns/a')!;
+    expect(due).toBeGreaterThan(Date.now() + 20_000);
     scheduler.upsert('ns/a', { ...config, interfaces: [...config.interfaces] }); // same spec
-    await new Promise((r) => setTimeout(r, 300));
-    expect(c.calls.get('ns/a')).toHaveLength(1);
+    expect(scheduler.nextRoundAt('ns/a')).toBe(due); // the schedule is kept, not restarted
     scheduler.upsert('ns/a', { ...config, interfaces: ifaces(peers) }); // changed spec
+    expect(scheduler.nextRoundAt('ns/a')).toBeLessThanOrEqual(Date.now()); // at once
     await c.until('ns/a', 2, 1500);
     expect(c.calls.get('ns/a')![1]).toHaveLength(3);
     scheduler.upsert('ns/a', { ...config, interfaces: ifaces(peers), revision: 'secret-v2' });
@@ -188,9 +200,12 @@ describe('ProbeScheduler', () => {
       intervalMs: 60_000,
       timeoutMs: 2000,
     });
-    await new Promise((r) => setTimeout(r, 100));
+    // Removed while its probe waits on the silent server: the probe is cancelled, and its round
+    // ends (the limiter's slot is free again) without reporting.
+    await waitUntil(() => scheduler!.stats().active === 1);
     scheduler.remove('ns/gone');
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil(() => scheduler!.stats().active === 0);
+    await new Promise((r) => setImmediate(r)); // the rest of the round is promise callbacks
     expect(c.calls.has('ns/gone')).toBe(false);
     expect(scheduler.has('ns/gone')).toBe(false);
   });

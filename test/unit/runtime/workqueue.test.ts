@@ -219,25 +219,42 @@ describe('WorkQueue', () => {
   });
 
   it('shutdown drops queued work, waits for work in flight, and takes no more', async () => {
+    const clock = new ManualClock();
+    const hold = gate();
+    const calls: string[] = [];
     const done: string[] = [];
+    const added: string[] = [];
     const q = new WorkQueue(
       async (key) => {
-        await sleep(20);
+        calls.push(key);
+        await hold.promise;
         done.push(key);
       },
-      { concurrency: 1 },
+      {
+        concurrency: 1,
+        clock,
+        observer: { added: (p) => added.push(p), started: () => {}, finished: () => {}, retried: () => {} },
+      },
     );
     q.add('ns/a');
     q.add('ns/b');
     q.addAfter('ns/c', 5);
-    const t0 = Date.now();
-    await q.shutdown();
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(15); // waited for ns/a
+    expect([calls, q.depth, clock.pending]).toEqual([['ns/a'], 1, 1]);
+    let stopped = false;
+    const shutdown = q.shutdown().then(() => (stopped = true));
+    await settle();
+    // ns/b and the delayed ns/c are dropped (the timer is gone); ns/a is still running.
+    expect([q.depth, clock.pending, stopped]).toEqual([0, 0, false]);
+    hold.open();
+    await shutdown;
     expect(done).toEqual(['ns/a']);
+    // Takes no more: an add or a delayed add is not queued, counted or timed.
+    const addedBefore = added.length;
     q.add('ns/d');
-    await sleep(40);
-    expect(done).toEqual(['ns/a']);
-    expect(q.depth).toBe(0);
+    q.addAfter('ns/e', 5);
+    expect([q.depth, q.active, clock.pending, added.length]).toEqual([0, 0, 0, addedBefore]);
+    await clock.advance(600_000);
+    expect(calls).toEqual(['ns/a']);
   });
 
   describe('priorities', () => {
