@@ -8,6 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { chartDir, helm } from '../helm/chart.ts';
 import { commandLines, installDocBlocks } from '../../support/install-doc.ts';
 import { repoRoot } from '../../support/paths.ts';
 
@@ -56,5 +58,30 @@ describe('docs/install.md, as its node test reads it', () => {
     const first = blocks.find((b) => b.where === 'host' && b.code.includes('agentcard/support-agent'));
     expect(commandLines(first!.code).filter((l) => commands.includes(l))).toEqual(commands);
     expect(notes).not.toMatch(/raw\.githubusercontent|agentcard-minimal|recipe-agent/);
+  });
+
+  it('examples/card-server-ingress.yaml routes to the card server Service of the release the doc installs', async () => {
+    const install = commandLines(
+      blocks.find((b) => b.code.includes('helm install agentcard-operator ./'))!.code,
+    )[0]!;
+    const [, , release] = install.split(/\s+/);
+    const rendered = await helm([
+      'template',
+      release!,
+      chartDir,
+      '--namespace',
+      'agentcard-system',
+      '--set',
+      'cardServer.enabled=true',
+    ]);
+    expect(rendered.code, rendered.stderr).toBe(0);
+    const services = parseAllDocuments(rendered.stdout)
+      .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
+      .filter((o) => o?.kind === 'Service')
+      .map((o) => o!.metadata!.name!);
+    const example = readFileSync(join(repoRoot, 'examples', 'card-server-ingress.yaml'), 'utf8');
+    const backends = [...example.matchAll(/^\s+name: (\S+-card-server)$/gm)].map((m) => m[1]!);
+    expect(backends.length).toBe(3);
+    for (const name of backends) expect(services).toContain(name);
   });
 });
