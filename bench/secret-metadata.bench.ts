@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { trimToIdentity } from '../operator/controller/informers.ts';
+import { trimToIdentity } from '../operator/controllers/agentcard/informers.ts';
 import { KubeClient } from '../operator/kube/client.ts';
 import { loadKubeConfig } from '../operator/kube/config.ts';
 import { ResilientInformer } from '../operator/kube/informer.ts';

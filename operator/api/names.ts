@@ -37,6 +37,17 @@ export const CARD_LABEL = 'agentcard.dev/card';
 /** The label selector of the owned-ConfigMap watch. */
 export const OWNED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 
+/** What a card's ConfigMap tells clients to cache it for, when spec.serving does not say. */
+export const DEFAULT_CACHE_MAX_AGE_SECONDS = 300;
+
+/** Data keys of the published ConfigMap. */
+export const DATA_KEYS = {
+  card: 'agent-card.json',
+  legacyCard: 'agent.json',
+  jwks: 'jwks.json',
+  maxAge: 'cache-max-age-seconds',
+} as const;
+
 /** Suffix of the published ConfigMap's name: `<agentcard-name>-agent-card`. */
 export const CONFIGMAP_SUFFIX = '-agent-card';
 

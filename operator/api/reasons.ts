@@ -16,8 +16,24 @@
  * `reason` free-form (a CamelCase pattern only), and cert-manager's Certificate conditions do the
  * same; so do we: the pattern stays, the known values are listed in the description.
  */
-import { PROBE_REASONS } from '../probe/types.ts';
-
+/**
+ * The probe's verdicts (operator/probe/): the same CamelCase words in status.interfaces[].reason,
+ * the CLI output and the `reason` metric label.
+ */
+export const PROBE_REASONS = [
+  'Reachable',
+  'BindingMismatch',
+  'VersionMismatch',
+  'Unauthenticated',
+  'DNSFailed',
+  'ServicePortNotFound',
+  'ConnectionFailed',
+  'TLSError',
+  'Timeout',
+  'HTTPError',
+  'Blocked',
+  'Unsupported',
+] as const;
 export const ACCEPTED_REASONS = ['Valid', 'InvalidSpec', 'InvalidName'] as const;
 /** An adopted AgentCard (spec.source) is not accepted while its source has given no card. */
 export const CARD_ACCEPTED_REASONS = [...ACCEPTED_REASONS, 'SourceUnavailable'] as const;

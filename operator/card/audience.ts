@@ -6,9 +6,8 @@
  * else comes from spec.card, so the audiences cannot drift apart.
  *
  * Pure functions over the validated spec; the controller renders, signs and publishes one card
- * per audience, the CLI renders or signs the one asked for.
+ * per audience (variants.ts lists them), the CLI renders or signs the one asked for.
  */
-import type { AgentCardSpec, Audience } from './resource.ts';
 import type { AgentCard, AgentInterface } from './schema.ts';
 
 /** The name the default audience (spec.card itself) goes by in status; no audience may take it. */
@@ -17,11 +16,16 @@ export const DEFAULT_AUDIENCE = 'default';
 /** The binding whose URL has no path (gRPC services are addressed by host and port only). */
 const GRPC = 'GRPC';
 
-/** The part of an audience this module reads (the parsed schema, or raw input in refinements). */
-type AudienceOverrides = Pick<
-  Audience,
-  'baseURL' | 'supportedInterfaces' | 'securitySchemes' | 'securityRequirements'
->;
+/**
+ * The part of an audience this module reads (the parsed schema, or raw input in refinements).
+ * Written from the card's own types, not resource.ts's Audience, which imports this module.
+ */
+interface AudienceOverrides {
+  baseURL?: string;
+  supportedInterfaces?: readonly AgentInterface[];
+  securitySchemes?: AgentCard['securitySchemes'];
+  securityRequirements?: AgentCard['securityRequirements'];
+}
 
 const ORIGIN = /^([a-z][a-z0-9+.-]*:\/\/[^/?#]*)(.*)$/i;
 
@@ -75,33 +79,3 @@ export function allInterfaceUrls(spec: {
 
 /** A host of spec.audiences[].hosts as servers compare it: lowercase. */
 export const normalizeHost = (host: string): string => host.toLowerCase();
-
-/** One card to publish: the default audience (spec.card) or one of spec.audiences. */
-export interface AudienceVariant {
-  name: string;
-  /** Lowercase hosts (`*.suffix` for a wildcard); empty for the default audience. */
-  hosts: string[];
-  card: AgentCard;
-  /** Whether its interfaces are probed (spec.probe.enabled and the audience's probe). */
-  probed: boolean;
-}
-
-/** The default audience, then each of spec.audiences in order. */
-export function audienceVariants(spec: AgentCardSpec, card: AgentCard): AudienceVariant[] {
-  const probing = spec.probe?.enabled !== false;
-  const variants: AudienceVariant[] = [{ name: DEFAULT_AUDIENCE, hosts: [], card, probed: probing }];
-  for (const a of spec.audiences ?? []) {
-    variants.push({
-      name: a.name,
-      hosts: a.hosts.map(normalizeHost),
-      card: audienceCard(card, a),
-      probed: probing && a.probe !== 'Disabled',
-    });
-  }
-  return variants;
-}
-
-/** The variant named `name`, or undefined. */
-export function findVariant(spec: AgentCardSpec, card: AgentCard, name: string): AudienceVariant | undefined {
-  return audienceVariants(spec, card).find((v) => v.name === name);
-}

@@ -3,7 +3,7 @@
  * the source of the CRD's OpenAPI schema (build/gen-crd.ts) and of the controller's types.
  */
 import { CARD_REASONS_BY_TYPE, reasonsDescription } from '../api/reasons.ts';
-import { PROBE_REASONS } from '../probe/types.ts';
+import { PROBE_REASONS } from '../api/reasons.ts';
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
 import { allInterfaceUrls, DEFAULT_AUDIENCE } from './audience.ts';

@@ -12,7 +12,7 @@
  * the same wildcard, is a conflict: that host is served by neither (404), never by whichever
  * ConfigMap arrived last, and the conflict is reported (log, metric; the controller sets the
  * cards' Serving condition,
- * controller/host-conflicts.ts). A host no card claims gets 404: the server never falls back to
+ * serving/central-hosts.ts). A host no card claims gets 404: the server never falls back to
  * some default card.
  */
 import { isVariantFile } from '../sidecar/audience.ts';

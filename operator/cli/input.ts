@@ -20,7 +20,8 @@ import {
   type ValidateOptions,
 } from '../card/validate.ts';
 import { resolveSourceSpec } from '../source/resolve.ts';
-import { audienceVariants, DEFAULT_AUDIENCE, type AudienceVariant } from '../card/audience.ts';
+import { DEFAULT_AUDIENCE } from '../card/audience.ts';
+import { audienceVariants, type AudienceVariant } from '../card/variants.ts';
 
 /** Manifests and cards: a 1 MiB card is already refused by clients; allow a few per file. */
 export const MAX_INPUT_BYTES = 4 * 1024 * 1024;

@@ -52,8 +52,8 @@ export {
 export { credentialHeaders, normalizeInterfaceUrl, type ResolvedCredential } from './credentials.ts';
 export { createProbeMetrics, type ProbeMetrics } from './metrics.ts';
 export { systemResolver, type Resolver, type CaOption } from './connect.ts';
+export { PROBE_REASONS } from '../api/reasons.ts';
 export {
-  PROBE_REASONS,
   KNOWN_BINDINGS,
   BODY_LIMIT_BYTES,
   type ProbeReason,

@@ -1,22 +1,9 @@
 /**
- * The probe's vocabulary. The verdict reasons are the same CamelCase words in
- * status.interfaces[].reason, the CLI output and the `reason` metric label.
+ * The probe's vocabulary. The verdict reasons (PROBE_REASONS) live with every other status reason
+ * in api/reasons.ts.
  */
+import type { PROBE_REASONS } from '../api/reasons.ts';
 
-export const PROBE_REASONS = [
-  'Reachable',
-  'BindingMismatch',
-  'VersionMismatch',
-  'Unauthenticated',
-  'DNSFailed',
-  'ServicePortNotFound',
-  'ConnectionFailed',
-  'TLSError',
-  'Timeout',
-  'HTTPError',
-  'Blocked',
-  'Unsupported',
-] as const;
 export type ProbeReason = (typeof PROBE_REASONS)[number];
 
 /**

@@ -10,7 +10,7 @@
  * order) and Unknown when none is False but one is still Unknown, missing, or True for an older
  * generation (reason `Reconciling`).
  */
-import type { Condition, ConditionStatus } from '../controller/types.ts';
+import type { Condition, ConditionStatus } from './condition-types.ts';
 
 /** A condition as a reconcile computes it; `setCondition` stamps lastTransitionTime. */
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;

@@ -9,12 +9,7 @@
  *   metrics (workqueue_*, controller_runtime_reconcile_*, labelled by the controller's name) and
  *   one warning per failed run with the backoff before its retry.
  */
-import {
-  WorkQueue,
-  type HandlerResult,
-  type QueueGate,
-  type QueueObserver,
-} from '../controller/workqueue.ts';
+import { WorkQueue, type HandlerResult, type QueueGate, type QueueObserver } from './workqueue.ts';
 import type { BackoffOptions } from '../kube/backoff.ts';
 import type { Clock } from '../kube/clock.ts';
 import { describeApiError } from '../kube/errors.ts';

@@ -17,8 +17,8 @@
  * Each controller says what its objects show (controller/startup-priority.ts for AgentCards,
  * controller/catalogs/startup-priority.ts for catalogs); the rule and the queueing are here.
  */
-import { digestOf } from '../controller/configmap.ts';
-import type { Priority, WorkQueue } from '../controller/workqueue.ts';
+import { digestOf } from './configmaps.ts';
+import type { Priority, WorkQueue } from './workqueue.ts';
 
 /** What the caches show of one object at start. */
 export interface StartupView {

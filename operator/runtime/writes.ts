@@ -16,9 +16,9 @@ import { applyConfigMap, applyStatus, type ResourceRef } from '../kube/api.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { apiStatusCode, describeApiError, isNotFound } from '../kube/errors.ts';
 import { isOutage } from '../kube/health.ts';
-import { configMapUpToDate, type ConfigMapObject, type LiveConfigMap } from '../controller/configmap.ts';
-import { objectKey } from '../controller/keys.ts';
-import { WriteOverlay } from '../controller/write-overlay.ts';
+import { configMapUpToDate, type ConfigMapObject, type LiveConfigMap } from './configmaps.ts';
+import { objectKey } from './keys.ts';
+import { WriteOverlay } from './write-overlay.ts';
 
 /** How publishing ended: all written, or the first failure (not an outage: that is thrown). */
 export type PublishOutcome =

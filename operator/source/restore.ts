@@ -10,7 +10,25 @@
  * ever adopted) or without a parsable published card, there is nothing to restore.
  */
 import type { SourceStatus } from '../card/resource.ts';
-import type { Adopted } from './tracker.ts';
+import type { ConvertedCard } from './convert.ts';
+
+type SignatureStatus = NonNullable<SourceStatus['signature']>;
+
+/** A card adopted from its source: what the tracker keeps of the last good fetch. */
+export interface Adopted {
+  converted: ConvertedCard;
+  /**
+   * Restored after a restart from the published card (this module): `converted.card` is the card
+   * as published, spec.remove and spec.card already applied, so they are not applied again.
+   */
+  restored?: boolean;
+  digest: string;
+  url: string;
+  fetchTime: string;
+  changeTime?: string;
+  changes: number;
+  signature: SignatureStatus;
+}
 
 /** What the controller reads for a restore: the published card's text and status.source. */
 export interface PublishedSource {

@@ -32,7 +32,7 @@ import {
 import type { JWK } from '../card/sign.ts';
 import { validateSpec } from '../card/validate.ts';
 import { verifyCard } from '../card/verify.ts';
-import { canonicalJson } from '../controller/status.ts';
+import { canonicalJson } from '../card/jcs.ts';
 import type { ConvertedCard } from './convert.ts';
 import type { SourceAvailableReason } from '../api/reasons.ts';
 import {
@@ -44,7 +44,7 @@ import {
 } from './fetch.ts';
 import { adoptedCard, effectiveSpec, type AdoptedSpecInput } from './overlay.ts';
 import type { DocumentCache } from '../discover/cache.ts';
-import { restoredAdoption, type PublishedSource } from './restore.ts';
+import { restoredAdoption, type Adopted, type PublishedSource } from './restore.ts';
 
 /** Delay of the fetch that confirms a changed card (the interval, when that is shorter). */
 export const CONFIRM_MS = 10_000;
@@ -99,21 +99,6 @@ export interface SourceOutcome {
   events: SourceEvent[];
   /** Whether this reconcile fetched (for logs and tests). */
   fetched: boolean;
-}
-
-export interface Adopted {
-  converted: ConvertedCard;
-  /**
-   * Restored after a restart from the published card (restore.ts): `converted.card` is the card
-   * as published, spec.remove and spec.card already applied, so they are not applied again.
-   */
-  restored?: boolean;
-  digest: string;
-  url: string;
-  fetchTime: string;
-  changeTime?: string;
-  changes: number;
-  signature: SignatureStatus;
 }
 
 interface Memory {

@@ -5,7 +5,7 @@
 //   (the limit itself is checked against the API server);
 // - extension params nested 1,500 levels deep (the API server stores them).
 import { describe, expect, it } from 'vitest';
-import { configMapDataBytes, MAX_CONFIGMAP_DATA_BYTES } from '../../operator/controller/configmap.ts';
+import { configMapDataBytes, MAX_CONFIGMAP_DATA_BYTES } from '../../operator/runtime/configmaps.ts';
 import {
   condition,
   controllerWrites,

@@ -7,7 +7,7 @@
  */
 import { CoreV1Api, DiscoveryV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NamespaceAddresses } from '../../operator/controller/namespace-addresses.ts';
+import { NamespaceAddresses } from '../../operator/controllers/agentcard/namespace-addresses.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 

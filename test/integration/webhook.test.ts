@@ -20,7 +20,7 @@ import { INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../../operator/api/names.t
 import { startWebhook } from '../../operator/webhook/server.ts';
 import { syncCertSecret } from '../../operator/webhook/tls.ts';
 import type { Webhook } from '../../operator/webhook/server.ts';
-import { summarizeServing } from '../../operator/controller/serving.ts';
+import { summarizeServing } from '../../operator/serving/pods.ts';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
 import type { TestNamespace } from '../support/cluster.ts';
 import { freePort } from '../support/ports.ts';

@@ -7,7 +7,7 @@
  */
 import { KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import { OWNED_SELECTOR, PLURAL, GROUP, VERSION } from '../../operator/api/names.ts';
-import { DATA_KEYS } from '../../operator/controller/configmap.ts';
+import { DATA_KEYS } from '../../operator/api/names.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { ResilientInformer } from '../../operator/kube/informer.ts';
 import { createLogger } from '../../operator/log.ts';

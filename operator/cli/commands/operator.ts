@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../card/resource.ts';
 import { parseCidr } from '../../probe/ip.ts';
-import { parseNamespaceLabel } from '../../adoption/plan.ts';
+import { parseNamespaceLabel } from '../../controllers/adoption/plan.ts';
 import {
   checkIdentityTemplate,
   DEFAULT_IDENTITY_TEMPLATE,

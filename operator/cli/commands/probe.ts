@@ -14,7 +14,7 @@ import { ProbeLimiter, hostKey } from '../../probe/limiter.ts';
 import { type AddressPolicy, createAddressPolicy } from '../../probe/policy.ts';
 import { checkHeaders, probeInterface } from '../../probe/probe.ts';
 import type { ProbeResult, ProbeTarget } from '../../probe/types.ts';
-import { probeTargets } from '../../controller/audiences/probe-targets.ts';
+import { probeTargets } from '../../controllers/agentcard/audiences/probe-targets.ts';
 
 const USAGE = `usage: agentcard probe -f MANIFEST [-f MANIFEST ...] [options]
        agentcard probe --url URL --binding JSONRPC|HTTP+JSON|GRPC [options]

@@ -29,8 +29,8 @@ import {
 import { renderV03, renderV1 } from '../../card/render.ts';
 import { serializeCard } from '../../card/serialize.ts';
 import { importSigningKey, publicJwks, signCard, type SigningKey } from '../../card/sign.ts';
-import { DATA_KEYS } from '../../controller/configmap.ts';
-import { variantData } from '../../controller/audiences/publish.ts';
+import { DATA_KEYS } from '../../api/names.ts';
+import { variantData } from '../../controllers/agentcard/audiences/publish.ts';
 
 const USAGE = `usage: agentcard sign -f MANIFEST|CARD|- --key FILE [--key FILE ...] [--kid ID ...] [--alg ALG ...]
                       [--jku URL] [--audience NAME | --out-dir DIR] [--name NAME] [--strict] [--compact]

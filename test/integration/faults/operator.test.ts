@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { CoordinationV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INJECT_ANNOTATION, OWNED_SELECTOR, SIDECAR_CONTAINER } from '../../../operator/api/names.ts';
-import { digestOf } from '../../../operator/controller/configmap.ts';
+import { digestOf } from '../../../operator/runtime/configmaps.ts';
 import { ApiRelay } from '../../support/api-relay.ts';
 import {
   attemptedWrites,

@@ -1,11 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- the tests edit specs as loosely typed JSON */
 import { describe, expect, it } from 'vitest';
-import {
-  allInterfaceUrls,
-  audienceCard,
-  audienceVariants,
-  rebaseUrl,
-} from '../../../operator/card/audience.ts';
+import { allInterfaceUrls, audienceCard, rebaseUrl } from '../../../operator/card/audience.ts';
+import { audienceVariants } from '../../../operator/card/variants.ts';
 import { validateSpec } from '../../../operator/card/validate.ts';
 import { renderV1 } from '../../../operator/card/render.ts';
 import { minimalCard } from '../../support/cards.ts';

@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CATALOG_REASONS_BY_TYPE } from '../../../operator/api/reasons.ts';
-import { CATALOG_READINESS } from '../../../operator/controller/catalogs/plan.ts';
-import { loadSigningKeys } from '../../../operator/controller/plan.ts';
+import { CATALOG_READINESS } from '../../../operator/controllers/catalogs/plan.ts';
+import { loadSigningKeys } from '../../../operator/signing/keys.ts';
 import { repoRoot } from '../../support/paths.ts';
 
 const doc = () => readFileSync(join(repoRoot, 'docs/catalogs.md'), 'utf8');

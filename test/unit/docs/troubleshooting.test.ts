@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CARD_REASONS_BY_TYPE, CATALOG_REASONS_BY_TYPE } from '../../../operator/api/reasons.ts';
-import { PROBE_REASONS } from '../../../operator/probe/types.ts';
+import { PROBE_REASONS } from '../../../operator/api/reasons.ts';
 import { repoRoot } from '../../support/paths.ts';
 
 /** A reason: CamelCase, one word (messages and sentences have spaces). */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { WorkQueue } from '../../../operator/controller/workqueue.ts';
+import { WorkQueue } from '../../../operator/runtime/workqueue.ts';
 import { ApiError } from '../../../operator/kube/client.ts';
 import { ApiHealth, isOutage } from '../../../operator/kube/health.ts';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROBE_LOOPBACK_ADVICE } from '../../../operator/controller/probes.ts';
+import { PROBE_LOOPBACK_ADVICE } from '../../../operator/controllers/agentcard/probes.ts';
 import { cidrContains, embeddedIpv4, formatIp, parseCidr, parseIp } from '../../../operator/probe/ip.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
 import { SOURCE_LOOPBACK_ADVICE } from '../../../operator/source/wiring.ts';

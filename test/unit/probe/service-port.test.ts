@@ -16,7 +16,7 @@ import {
   servicePortProblem,
   type ServicePortsView,
 } from '../../../operator/probe/service-port.ts';
-import { PROBE_REASONS } from '../../../operator/probe/types.ts';
+import { PROBE_REASONS } from '../../../operator/api/reasons.ts';
 
 const demoAgent: ServicePortsView = {
   name: 'demo-agent',

@@ -1,8 +1,8 @@
 // The start-up rule every controller shares (runtime/startup.ts): which objects a new leader
 // queues first, and that they are queued before the rest, each lane in the order given.
 import { describe, expect, it } from 'vitest';
-import { digestOf } from '../../../operator/controller/configmap.ts';
-import { WorkQueue, type Priority } from '../../../operator/controller/workqueue.ts';
+import { digestOf } from '../../../operator/runtime/configmaps.ts';
+import { WorkQueue, type Priority } from '../../../operator/runtime/workqueue.ts';
 import { queueAtStart, startupPriority, type StartupView } from '../../../operator/runtime/startup.ts';
 
 const served = '{"name":"Recipe Agent"}';

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { summarizeServing, servingMessage } from '../../../operator/controller/serving.ts';
+import { summarizeServing, servingMessage } from '../../../operator/serving/pods.ts';
 
 function pod(
   name: string,

@@ -1,0 +1,557 @@
+/**
+ * The AgentCard controller: informers feed a work queue; each reconcile reads what it needs
+ * (AgentCard and ConfigMap from the caches, referenced Secrets from a small labelled cache or a
+ * direct GET), plans (plan.ts) and writes only what changed (server-side apply).
+ *
+ * What triggers a reconcile:
+ * - an AgentCard is added, or its metadata.generation changes (spec edits), or someone else
+ *   edits the controller-owned status (corrected at once); never the echo of the controller's
+ *   own status write, so its writes cause no loop;
+ * - an owned ConfigMap changes or disappears (not the echo of the controller's own apply);
+ * - a Secret that an AgentCard references appears, changes or goes, labelled or not (a
+ *   metadata-only watch of all Secrets; labelled ones also have their data cached);
+ * - a probe verdict changes (probe wiring);
+ * - a Pod that asks for the card (annotation agentcard.dev/inject) appears, goes, or gains or
+ *   loses the sidecar (status.serving);
+ * - the periodic resync (every AgentCard, e.g. every 10 minutes).
+ * The first reconcile of every card, the resync, probe verdicts and a Secret many cards share
+ * are background work: queued `low`, so that a spec change (or any other edit) goes first; at
+ * start (or on winning the election) a card whose spec or ConfigMap changed while no leader ran
+ * is queued `high` (runtime/startup.ts, startup-priority.ts).
+ *
+ * Read-your-writes: see write-overlay.ts. The caches are built in informers.ts, the Pod index
+ * for status.serving in pod-index.ts; the decisions themselves are pure (plan.ts).
+ */
+import { createHash } from 'node:crypto';
+import type { V1ConfigMap, V1Pod, V1Secret, KubernetesObject } from '@kubernetes/client-node';
+import {
+  API_VERSION,
+  CARD_LABEL,
+  configMapName,
+  GROUP,
+  KIND,
+  PLURAL,
+  signingCertificateName,
+  VERSION,
+} from '../../api/names.ts';
+import type { IssuanceState } from '../../signing/issuance.ts';
+import type { AgentCardSpec } from '../../card/resource.ts';
+import { collectionPath } from '../../kube/api.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import type { EventRecorder } from '../../kube/events.ts';
+import type { Logger } from '../../log.ts';
+import { allInformers, createInformers, type Informers } from './informers.ts';
+import { objectKey, splitKey } from '../../runtime/keys.ts';
+import { CONTROLLER_NAMES, type ControllerMetrics } from './metrics.ts';
+import { reconcilePlan } from './plan.ts';
+import { type AgentCardObject } from '../../api/objects.ts';
+import { publishResult } from '../../runtime/outcome.ts';
+import { PodIndex } from './pod-index.ts';
+import type { ProbeHooks } from './probes.ts';
+import { readReferencedSecrets } from '../../signing/secrets.ts';
+import { referencedSecretNames, SecretIndex } from '../../signing/secret-index.ts';
+import { summarizeServing } from '../../serving/pods.ts';
+import { cardStartupView } from './startup-priority.ts';
+import { DATA_KEYS } from '../../api/names.ts';
+import { CentralHosts } from '../../serving/central-hosts.ts';
+import { withServingCondition } from './serving-condition.ts';
+import { sortedJson } from '../../runtime/sorted-json.ts';
+import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
+import type { HandlerResult, Priority, QueueGate, WorkQueue } from '../../runtime/workqueue.ts';
+import { SourceTracker, type SourceDeps } from '../../source/tracker.ts';
+import { systemClock, type Clock } from '../../kube/clock.ts';
+import { Writer } from '../../runtime/writes.ts';
+import { checkListAccess, waitForCaches, type ListSource } from '../../runtime/access.ts';
+import type { Runnable } from '../../runtime/manager.ts';
+import { controllerRunnables, reconcileQueue, WorkSignal } from '../../runtime/reconciler.ts';
+import { queueAtStart } from '../../runtime/startup.ts';
+
+const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+
+/** A short digest of the controller-owned part of a status (order of keys does not matter). */
+function statusDigest(status: unknown): string {
+  return createHash('sha256')
+    .update(sortedJson(ownedStatus(status)))
+    .digest('base64');
+}
+
+export interface ControllerOptions {
+  client: KubeClient;
+  /** Namespaces to watch; empty: all namespaces. */
+  namespaces: string[];
+  /** Named mode: the only Secrets the operator may read, by name (`--secret-name`). */
+  secretNames?: readonly string[];
+  /**
+   * Set when the operator requests signing certificates (--cert-manager): what the issuer
+   * controller knows of a card's Certificate (operator/issuer/), read when its key is resolved.
+   */
+  issuance?: (cardKey: string) => IssuanceState | undefined;
+  concurrency: number;
+  resyncMs: number;
+  log: Logger;
+  metrics: ControllerMetrics;
+  events: EventRecorder;
+  probes: ProbeHooks;
+  /** Holds the work queue while the API server is away (kube/health.ts); none: never held. */
+  gate?: QueueGate;
+  /** Fetching the cards of spec.source (operator/source/); none: adopted cards are not fetched. */
+  source?: Omit<SourceDeps, 'clock'>;
+  /** Time for the source's re-fetch schedule and the queue's delays (a manual clock in tests). */
+  clock?: Clock;
+}
+
+export class Controller {
+  readonly queue: WorkQueue;
+  private readonly opts: ControllerOptions;
+  private readonly log: Logger;
+  /** Per watched namespace ('' = all namespaces). */
+  private readonly informers = new Map<string, Informers>();
+  private readonly secretIndex = new SecretIndex();
+  /**
+   * A digest of the controller-owned status each card should have (what the last reconcile
+   * planned), so that a status someone else edits is noticed and corrected at once, not at the
+   * next resync: a status-only update does not change metadata.generation.
+   */
+  private readonly plannedStatus = new Map<string, string>();
+  /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
+  private readonly writer: Writer<AgentCardObject & KubernetesObject>;
+  private readonly pods = new PodIndex();
+  private started = false;
+  /** Aborts the reconciles in flight when the loop is cancelled. */
+  private readonly work = new WorkSignal();
+  /** The adopted cards' sources: what each one serves, and when it is fetched again. */
+  private readonly sources: SourceTracker;
+  /** Hosts claimed on the central card server, for the Serving condition (serving/central-hosts.ts). */
+  private readonly centralHosts = new CentralHosts();
+
+  constructor(opts: ControllerOptions) {
+    this.opts = opts;
+    this.log = opts.log;
+    this.writer = new Writer({
+      client: opts.client,
+      onWrite: (resource) => opts.metrics.apiWrites.inc({ resource }),
+    });
+    const clock = opts.clock ?? systemClock;
+    this.sources = new SourceTracker({
+      clock,
+      fetch:
+        opts.source?.fetch ??
+        (async (urls) => ({
+          ok: false,
+          url: urls[0] ?? '',
+          reason: 'SourceFetchDisabled',
+          message: 'this operator does not fetch sources',
+        })),
+      servicePort: opts.source?.servicePort ?? (async () => undefined),
+    });
+    this.queue = reconcileQueue({
+      reconcile: (key, signal) => this.reconcile(key, signal),
+      work: this.work,
+      concurrency: opts.concurrency,
+      clock,
+      gate: opts.gate,
+      observer: opts.metrics.runtime.controller(CONTROLLER_NAMES.cards),
+      onDepth: (d) => opts.metrics.workqueueDepth.set(d),
+      log: this.log,
+      failure: 'reconcile failed; retrying',
+      fields: (key) => {
+        const [namespace, name] = splitKey(key);
+        return { namespace, name };
+      },
+    });
+    const scopes = opts.namespaces.length > 0 ? opts.namespaces : [''];
+    for (const ns of scopes) this.informers.set(ns, this.makeInformers(ns || undefined));
+    // The API server answers again: watches waiting out their backoff resume now, so the caches
+    // catch up with what changed during the outage before the queue works from them.
+    opts.gate?.onRecover(() => {
+      for (const informer of this.all()) informer.retryNow();
+    });
+  }
+
+  private makeInformers(namespace: string | undefined): Informers {
+    const informers = createInformers(this.opts.client, this.log, namespace, this.opts.secretNames);
+    const { cards, configMaps, secrets, secretMetadata, pods } = informers;
+    cards.on('add', (obj) => this.onCard(obj));
+    cards.on('update', (obj, old) => this.onCard(obj, old));
+    cards.on('delete', (obj) => this.onCardDeleted(obj));
+    configMaps.on('add', (obj) => this.onConfigMap(obj, false));
+    configMaps.on('update', (obj) => this.onConfigMap(obj, false));
+    configMaps.on('delete', (obj) => this.onConfigMap(obj, true));
+    for (const informer of secrets) {
+      informer.on('add', (obj) => this.onSecret(obj));
+      informer.on('update', (obj) => this.onSecret(obj));
+      informer.on('delete', (obj) => this.onSecret(obj));
+    }
+    for (const informer of secretMetadata) {
+      informer.on('add', (obj) => this.onSecret(obj));
+      informer.on('update', (obj) => this.onSecret(obj));
+      informer.on('delete', (obj) => this.onSecret(obj));
+    }
+    pods.on('add', (obj) => this.onPod(obj, false));
+    pods.on('update', (obj) => this.onPod(obj, false));
+    pods.on('delete', (obj) => this.onPod(obj, true));
+    return informers;
+  }
+
+  private all() {
+    return allInformers(this.informers.values());
+  }
+
+  /**
+   * The caches by watched namespace ('' = all namespaces), for controllers that read the same
+   * objects (the catalog controller): they add handlers, never a second watch of the same objects.
+   */
+  caches(): ReadonlyMap<string, Informers> {
+    return this.informers;
+  }
+
+  /** Names of informers that have not loaded their first list yet. */
+  unsynced(): string[] {
+    return this.all()
+      .filter((i) => !i.synced)
+      .map((i) => i.name);
+  }
+
+  /** The collections the caches list, for the access check before they start (runtime/access.ts). */
+  listSources(): ListSource[] {
+    return [...this.informers.keys()].flatMap((ns) => {
+      const where = ns ? `namespace ${ns}` : 'every namespace';
+      const namespace = ns || undefined;
+      return [
+        {
+          what: `agentcards in ${where}`,
+          path: collectionPath(`/apis/${GROUP}/${VERSION}`, PLURAL, namespace),
+        },
+        { what: `configmaps in ${where}`, path: collectionPath('/api/v1', 'configmaps', namespace) },
+        ...(this.opts.secretNames?.length
+          ? this.opts.secretNames.map((name) => ({
+              what: `secrets named ${name} in ${where}`,
+              path: collectionPath('/api/v1', 'secrets', namespace),
+              fieldSelector: `metadata.name=${name}`,
+            }))
+          : [{ what: `secrets in ${where}`, path: collectionPath('/api/v1', 'secrets', namespace) }]),
+        { what: `pods in ${where}`, path: collectionPath('/api/v1', 'pods', namespace) },
+      ];
+    });
+  }
+
+  /** The controller's runnables (runtime/manager.ts): caches on every replica, reconciles on the leader. */
+  runnables(): Runnable[] {
+    return controllerRunnables({
+      name: 'agentcard',
+      startCaches: async (signal) => {
+        await checkListAccess(this.opts.client, this.listSources(), { signal, log: this.log });
+        await Promise.all(this.all().map((i) => i.start()));
+      },
+      stopCaches: () => this.stopCaches(),
+      startReconciling: (signal) => this.startReconciling(signal),
+      stopReconciling: () => this.queue.shutdown(),
+      cancel: () => this.work.cancel(),
+    });
+  }
+
+  /**
+   * Once every cache is loaded, queues every AgentCard and starts the periodic resync.
+   * Reconciles never run on a partial cache (that would rewrite existing objects).
+   */
+  async startReconciling(signal: AbortSignal): Promise<void> {
+    await waitForCaches(this.all(), signal);
+    if (this.queue.shuttingDown) return;
+    this.started = true;
+    // Cards that need a write first (runtime/startup.ts), then the re-plan of the rest.
+    const informers = [...this.informers.values()];
+    const lanes = queueAtStart(
+      this.queue,
+      informers.flatMap(({ cards, configMaps }) =>
+        cards.list().map((card) => {
+          const { namespace, name } = card.metadata;
+          const configMap = configMaps.get(configMapName(name), namespace);
+          return { key: objectKey(namespace, name), view: cardStartupView(card, configMap) };
+        }),
+      ),
+    );
+    this.log.info('caches synced; reconciling', { agentCards: lanes.high + lanes.low, changed: lanes.high });
+    this.queue.startResync(this.opts.resyncMs, () => this.cardKeys());
+  }
+
+  private async stopCaches(): Promise<void> {
+    await Promise.all(this.all().map((i) => i.stop()));
+  }
+
+  private cardKeys(): string[] {
+    const keys: string[] = [];
+    for (const { cards } of this.informers.values()) {
+      for (const c of cards.list()) keys.push(objectKey(c.metadata.namespace, c.metadata.name));
+    }
+    return keys;
+  }
+
+  private enqueue(key: string, priority: Priority = 'high'): void {
+    if (this.started) this.queue.add(key, priority);
+  }
+
+  private scopeOf(namespace: string): Informers | undefined {
+    return this.informers.get(namespace) ?? this.informers.get('');
+  }
+
+  // ---- event handlers ------------------------------------------------------------------------
+
+  /** `old`: the cached card an update replaces (none: added). */
+  private onCard(obj: AgentCardObject, old?: AgentCardObject): void {
+    const { namespace, name } = obj.metadata;
+    const key = objectKey(namespace, name);
+    this.secretIndex.set(
+      key,
+      referencedSecretNames(obj.spec, name).map((s) => objectKey(namespace, s)),
+    );
+    const changed =
+      !old ||
+      (old.metadata.generation ?? 0) !== (obj.metadata.generation ?? 0) ||
+      !!obj.metadata.deletionTimestamp ||
+      this.statusEditedByOthers(key, obj);
+    if (changed) this.enqueue(key);
+  }
+
+  /** Whether an update shows a controller-owned status other than the one last planned. */
+  private statusEditedByOthers(key: string, obj: AgentCardObject): boolean {
+    const planned = this.plannedStatus.get(key);
+    if (planned === undefined || this.writer.isOwnerEcho(key, obj.metadata.resourceVersion)) return false;
+    return statusDigest(obj.status) !== planned;
+  }
+
+  private onCardDeleted(obj: AgentCardObject): void {
+    const { namespace, name } = obj.metadata;
+    const key = objectKey(namespace, name);
+    this.secretIndex.delete(key);
+    this.plannedStatus.delete(key);
+    this.writer.forgetOwner(key);
+    this.writer.forgetConfigMap(namespace, configMapName(name));
+    this.opts.metrics.forgetCard(namespace, name);
+    this.opts.probes.forget(key);
+    this.sources.forget(key);
+    this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
+  }
+
+  private onConfigMap(obj: V1ConfigMap, deleted: boolean): void {
+    const namespace = obj.metadata?.namespace ?? '';
+    const owner =
+      obj.metadata?.labels?.[CARD_LABEL] ??
+      obj.metadata?.ownerReferences?.find((r) => r.controller && r.kind === KIND)?.name;
+    if (!owner) return;
+    // Before the echo check: the echo of our own apply can be what starts or ends a conflict.
+    for (const card of this.centralHosts.update(obj, deleted)) this.enqueue(card);
+    if (deleted) this.writer.forgetConfigMap(namespace, obj.metadata?.name ?? '');
+    else if (this.writer.isConfigMapEcho(obj)) return; // the echo of our own apply
+    this.enqueue(objectKey(namespace, owner));
+  }
+
+  private onPod(pod: V1Pod, deleted: boolean): void {
+    for (const card of this.pods.update(pod, deleted)) this.enqueue(card);
+  }
+
+  /**
+   * A Secret appeared, changed or went (from the labelled-Secret cache or the metadata watch of
+   * all Secrets). Each cache reports a version once: a relist reports only what changed against
+   * its cache (kube/informer.ts), so no record of versions is kept here. Both caches re-queue:
+   * the metadata watch usually reports a new version first, and a card reconciled in between
+   * still reads the old key from the labelled cache; that cache's own event re-queues it.
+   */
+  private onSecret(obj: V1Secret | KubernetesObject): void {
+    const key = objectKey(obj.metadata?.namespace ?? '', obj.metadata?.name ?? '');
+    // A Secret many cards share (a signing key) re-signs them in the background.
+    const cards = this.secretIndex.cardsFor(key);
+    for (const card of cards) this.enqueue(card, cards.length > 1 ? 'low' : 'high');
+  }
+
+  // ---- reads with read-your-writes -----------------------------------------------------------
+
+  private currentCard(namespace: string, name: string): AgentCardObject | undefined {
+    const cached = this.scopeOf(namespace)?.cards.get(name, namespace);
+    return this.writer.readOwner(objectKey(namespace, name), cached);
+  }
+
+  private currentConfigMap(namespace: string, name: string): V1ConfigMap | undefined {
+    const cached = this.scopeOf(namespace)?.configMaps.get(name, namespace);
+    return this.writer.readConfigMap(namespace, name, cached);
+  }
+
+  // ---- the reconcile -------------------------------------------------------------------------
+
+  async reconcile(key: string, signal: AbortSignal): Promise<HandlerResult> {
+    const [namespace, name] = splitKey(key);
+    const resource = this.currentCard(namespace, name);
+    if (!resource || resource.metadata.deletionTimestamp) {
+      this.opts.probes.forget(key);
+      this.sources.forget(key);
+      return;
+    }
+    const started = process.hrtime.bigint();
+    const log = this.log.child({ namespace, name });
+    try {
+      const result = await this.reconcileCard(key, resource, log, signal);
+      this.opts.metrics.reconcileTotal.inc({ result: 'success' });
+      return result;
+    } catch (err) {
+      this.opts.metrics.reconcileTotal.inc({ result: 'error' });
+      throw err;
+    } finally {
+      this.opts.metrics.reconcileDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+
+  private async reconcileCard(
+    key: string,
+    resource: AgentCardObject,
+    log: Logger,
+    signal: AbortSignal,
+  ): Promise<HandlerResult> {
+    const { namespace, name } = resource.metadata;
+    const generation = resource.metadata.generation ?? 0;
+    const now = new Date();
+    const source = await this.sources.resolve(
+      key,
+      {
+        namespace,
+        spec: resource.spec,
+        // After a restart whose first fetch fails: the card last published (source/restore.ts).
+        published: () => ({
+          card: this.currentConfigMap(namespace, configMapName(name))?.data?.[DATA_KEYS.card],
+          status: ownedStatus(resource.status).source,
+        }),
+      },
+      now,
+      signal,
+    );
+    if (source?.fetched) {
+      log.debug('fetched the source', {
+        condition: source.condition.reason,
+        digest: source.status?.digest ?? null,
+        nextFetchInMs: source.requeueAfterMs,
+      });
+    }
+    const secrets = await readReferencedSecrets(
+      this.opts.client,
+      this.scopeOf(namespace),
+      namespace,
+      resource.spec,
+      signal,
+      name,
+    );
+    const cmName = configMapName(name);
+    const input = {
+      resource,
+      secrets,
+      liveConfigMap: this.currentConfigMap(namespace, cmName),
+      interfaces: (spec: AgentCardSpec | undefined) =>
+        this.opts.probes.verdict(key, spec, generation, ownedStatus(resource.status)),
+      now,
+      serving: summarizeServing({ name, namespace }, this.pods.podsFor(key)),
+      issued: {
+        secretName: signingCertificateName(name),
+        enabled: this.opts.issuance !== undefined,
+        state: this.opts.issuance?.(key),
+      },
+      ...(source ? { source } : {}),
+    };
+    // Decided once (validate, render, sign); a failed publish only changes the derived status.
+    const {
+      decision,
+      result,
+      plan: decided,
+    } = await reconcilePlan(input, (configMap) =>
+      publishResult(() =>
+        this.writer.publish(
+          [configMap],
+          (ns, n) => this.scopeOf(ns)?.configMaps.get(n, ns)?.metadata?.resourceVersion,
+          signal,
+        ),
+      ),
+    );
+    let plan = decided;
+    log.debug('planned', {
+      generation,
+      liveConfigMap: input.liveConfigMap?.metadata?.resourceVersion ?? null,
+      writeConfigMap: !!decision.artifacts?.write,
+      writeStatus: plan.statusChanged,
+      events: plan.events.length,
+      signing: plan.signingNote,
+    });
+    // The API server is away: nothing more can be written; the gated queue retries.
+    if (result.result === 'Outage') throw result.error;
+    let publishError: unknown;
+    if (result.result !== 'Published') {
+      // Reported, and retried with backoff unless the API server refused the object itself.
+      if (result.result === 'PublishFailed') publishError = result.error;
+      log.warn('publishing the ConfigMap failed', {
+        configMap: cmName,
+        error: result.message,
+        retrying: result.result === 'PublishFailed',
+      });
+    } else if (plan.configMap) {
+      // The hosts it claims now, without waiting for the echo; the other claimants re-plan.
+      for (const card of this.centralHosts.update(plan.configMap, false))
+        if (card !== key) this.enqueue(card);
+    }
+    plan = withServingCondition(
+      plan,
+      { status: resource.status, namespace, generation },
+      this.centralHosts.servingOf(key),
+      now,
+    );
+
+    // Recorded before the write, so that its watch echo (which may beat the response) matches.
+    this.plannedStatus.set(key, statusDigest(plan.status));
+    if (plan.statusChanged) {
+      const written = await this.writer.writeStatus(
+        key,
+        RESOURCE,
+        namespace,
+        name,
+        statusApplyBody({ apiVersion: API_VERSION, kind: KIND, name, namespace }, plan.status),
+        resource.metadata.resourceVersion,
+        signal,
+      );
+      if (!written) return undefined; // deleted meanwhile
+    }
+
+    if (plan.configMap || plan.statusChanged) {
+      // One line per reconcile that wrote something; nothing for the ones that found all in order.
+      log.info('reconciled', {
+        generation,
+        ready: plan.ready,
+        wrote: [plan.configMap ? 'configmap' : '', plan.statusChanged ? 'status' : '']
+          .filter(Boolean)
+          .join('+'),
+        ...(plan.configMap ? { digest: plan.status.card?.digest } : {}),
+      });
+    }
+    const regarding = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: resource.metadata.uid };
+    for (const event of plan.events) this.opts.events.record(regarding, event);
+    this.opts.metrics.setCard(namespace, name, {
+      ready: plan.ready,
+      version: plan.status.card?.version,
+      digest: plan.status.card?.digest,
+      conditions: plan.status.conditions,
+      podsMissingSidecar: plan.status.serving?.podsMissingSidecar,
+      signatures: plan.status.signatures,
+    });
+    if (plan.spec) this.opts.probes.track(key, plan.spec, secrets);
+    if (publishError) throw publishError;
+    // The next fetch of the source, or a signing certificate's expiry warning or expiry, whichever
+    // comes first (the queue keeps one delayed add per key).
+    const after = [source?.requeueAfterMs, plan.requeueAfterMs].filter((ms) => ms !== undefined);
+    return after.length ? { requeueAfterMs: Math.min(...after) } : undefined;
+  }
+
+  /** Re-queues one card, behind any change to act on (probe verdict changes). */
+  requeue(key: string): void {
+    this.enqueue(key, 'low');
+  }
+
+  /** The controller-owned status of a card as this controller sees it now (probe wiring). */
+  liveStatus(key: string): { status: ControllerStatus; generation: number } | undefined {
+    const [namespace, name] = splitKey(key);
+    const card = this.currentCard(namespace, name);
+    return card ? { status: ownedStatus(card.status), generation: card.metadata.generation ?? 0 } : undefined;
+  }
+}

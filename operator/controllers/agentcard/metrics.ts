@@ -1,0 +1,200 @@
+/**
+ * The controller's Prometheus metrics, registered on the registry it is given.
+ * `agentcard_ready` follows cert-manager's ready-status pattern: one series per condition value
+ * (True, False, Unknown), the current one at 1 and the others at 0.
+ *
+ * The per-card series (ready, condition, info, pods missing the sidecar: up to 10 per card) are
+ * built at scrape time from one small record per card (ScrapeTimeGauge) rather than stored by
+ * prom-client as label sets, which cost about 2.5 KiB per card at rest (docs/scaling.md).
+ *
+ * The work queue and reconcile metrics of both controllers are `runtime` (metrics/runtime.ts,
+ * client-go's and controller-runtime's names). agentcard_reconcile_total,
+ * agentcard_reconcile_duration_seconds and agentcard_workqueue_depth came first and are kept,
+ * deprecated (docs/operations.md), for the dashboards and alerts that read them.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { RuntimeMetrics } from '../../runtime/metrics.ts';
+import { ScrapeTimeGauge, type Sample } from '../../metrics/scrape-time.ts';
+
+/** The `controller` label of each controller's work queue and reconcile metrics. */
+export const CONTROLLER_NAMES = {
+  cards: 'agentcard',
+  catalogs: 'agentcatalog',
+  adoption: 'adoption',
+  issuer: 'issuer',
+} as const;
+
+const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;
+
+export interface CardMetricState {
+  ready: 'True' | 'False' | 'Unknown';
+  version?: string;
+  digest?: string;
+  /** status.conditions, for agentcard_condition (the alerts read reasons from it). */
+  conditions?: readonly { type: string; status: string; reason: string }[];
+  /** status.serving.podsMissingSidecar. */
+  podsMissingSidecar?: number;
+  /** status.signatures: the certificate ones give agentcard_signing_certificate_expiration_timestamp_seconds. */
+  signatures?: readonly { kid: string; certificate?: { notAfter: string } }[];
+}
+
+/** What the series of one card are built from; conditions flattened as type, status, reason. */
+interface CardRecord {
+  namespace: string;
+  name: string;
+  ready: CardMetricState['ready'];
+  version: string | undefined;
+  digest: string | undefined;
+  conditions: string[];
+  podsMissingSidecar: number;
+  /** kid, notAfter (epoch seconds) pairs of the signing certificates. */
+  certificates: Array<[string, number]>;
+}
+
+export class ControllerMetrics {
+  readonly reconcileTotal: Counter<'result'>;
+  readonly reconcileDuration: Histogram;
+  readonly workqueueDepth: Gauge;
+  readonly ready: Gauge<'namespace' | 'name' | 'condition'>;
+  readonly info: Gauge<'namespace' | 'name' | 'version' | 'digest'>;
+  readonly leader: Gauge;
+  readonly apiWrites: Counter<'resource'>;
+  readonly condition: Gauge<'namespace' | 'name' | 'type' | 'status' | 'reason'>;
+  readonly podsMissingSidecar: Gauge<'namespace' | 'name'>;
+  readonly certificateExpiration: Gauge<'namespace' | 'name' | 'kid'>;
+  /** workqueue_* and controller_runtime_reconcile_* of every controller. */
+  readonly runtime: RuntimeMetrics;
+  /** By namespace/name, in the order the cards were first seen. */
+  private readonly cards = new Map<string, CardRecord>();
+
+  constructor(registry: Registry) {
+    this.runtime = new RuntimeMetrics(registry);
+    this.reconcileTotal = new Counter({
+      name: 'agentcard_reconcile_total',
+      help: 'Deprecated, use controller_runtime_reconcile_total{controller="agentcard"}. Reconciles of AgentCards by result (success, error).',
+      labelNames: ['result'],
+      registers: [registry],
+    });
+    this.reconcileDuration = new Histogram({
+      name: 'agentcard_reconcile_duration_seconds',
+      help: 'Deprecated, use controller_runtime_reconcile_time_seconds{controller="agentcard"}. Duration of one AgentCard reconcile, API calls included.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+    this.workqueueDepth = new Gauge({
+      name: 'agentcard_workqueue_depth',
+      help: 'Deprecated, use workqueue_depth{name="agentcard"}. AgentCard keys waiting in the work queue.',
+      registers: [registry],
+    });
+    this.ready = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_ready',
+        help: 'Ready condition of each AgentCard: 1 for the current condition value, 0 for the others.',
+        labelNames: ['namespace', 'name', 'condition'],
+        registers: [registry],
+      },
+      () => this.readySamples(),
+    );
+    this.info = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_info',
+        help: 'The published card of each AgentCard (always 1).',
+        labelNames: ['namespace', 'name', 'version', 'digest'],
+        registers: [registry],
+      },
+      () => this.infoSamples(),
+    );
+    this.leader = new Gauge({
+      name: 'agentcard_leader',
+      help: '1 while this replica holds the leader lease (or runs without leader election).',
+      registers: [registry],
+    });
+    this.apiWrites = new Counter({
+      name: 'agentcard_api_writes_total',
+      help: 'Writes the controller sent to the API server, by resource (configmap, status, event).',
+      labelNames: ['resource'],
+      registers: [registry],
+    });
+    this.condition = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_condition',
+        help: 'Current status and reason of each condition of each AgentCard (always 1; a change replaces the series).',
+        labelNames: ['namespace', 'name', 'type', 'status', 'reason'],
+        registers: [registry],
+      },
+      () => this.conditionSamples(),
+    );
+    this.podsMissingSidecar = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_pods_missing_sidecar',
+        help: 'Pods that ask for this AgentCard (agentcard.dev/inject) but run without the sidecar.',
+        labelNames: ['namespace', 'name'],
+        registers: [registry],
+      },
+      () => this.podsMissingSamples(),
+    );
+    // cert-manager's certmanager_certificate_expiration_timestamp_seconds, per signature.
+    this.certificateExpiration = new ScrapeTimeGauge(
+      {
+        name: 'agentcard_signing_certificate_expiration_timestamp_seconds',
+        help: 'The notAfter (Unix seconds) of the certificate of each certificate signature of the published card.',
+        labelNames: ['namespace', 'name', 'kid'],
+        registers: [registry],
+      },
+      () => this.certificateSamples(),
+    );
+  }
+
+  /** Records the card's current state; its series change at the next scrape. */
+  setCard(namespace: string, name: string, state: CardMetricState): void {
+    const conditions: string[] = [];
+    for (const c of state.conditions ?? []) conditions.push(c.type, c.status, c.reason);
+    // Only the card's digest and version are kept complete: without both, no info series.
+    const published = state.version !== undefined && state.digest !== undefined;
+    this.cards.set(`${namespace}/${name}`, {
+      namespace,
+      name,
+      ready: state.ready,
+      version: published ? state.version : undefined,
+      digest: published ? state.digest : undefined,
+      conditions,
+      podsMissingSidecar: state.podsMissingSidecar ?? 0,
+      certificates: (state.signatures ?? []).flatMap((s) =>
+        s.certificate ? [[s.kid, Date.parse(s.certificate.notAfter) / 1000] as [string, number]] : [],
+      ),
+    });
+  }
+
+  /** Drops every series of the card. */
+  forgetCard(namespace: string, name: string): void {
+    this.cards.delete(`${namespace}/${name}`);
+  }
+
+  private *readySamples(): Generator<Sample<'namespace' | 'name' | 'condition'>> {
+    for (const { namespace, name, ready } of this.cards.values())
+      for (const condition of CONDITION_VALUES)
+        yield { labels: { namespace, name, condition }, value: condition === ready ? 1 : 0 };
+  }
+
+  private *infoSamples(): Generator<Sample<'namespace' | 'name' | 'version' | 'digest'>> {
+    for (const { namespace, name, version, digest } of this.cards.values())
+      if (version !== undefined && digest !== undefined)
+        yield { labels: { namespace, name, version, digest }, value: 1 };
+  }
+
+  private *conditionSamples(): Generator<Sample<'namespace' | 'name' | 'type' | 'status' | 'reason'>> {
+    for (const { namespace, name, conditions: c } of this.cards.values())
+      for (let i = 0; i + 2 < c.length; i += 3)
+        yield { labels: { namespace, name, type: c[i]!, status: c[i + 1]!, reason: c[i + 2]! }, value: 1 };
+  }
+
+  private *certificateSamples(): Generator<Sample<'namespace' | 'name' | 'kid'>> {
+    for (const { namespace, name, certificates } of this.cards.values())
+      for (const [kid, notAfter] of certificates) yield { labels: { namespace, name, kid }, value: notAfter };
+  }
+
+  private *podsMissingSamples(): Generator<Sample<'namespace' | 'name'>> {
+    for (const { namespace, name, podsMissingSidecar } of this.cards.values())
+      yield { labels: { namespace, name }, value: podsMissingSidecar };
+  }
+}
