@@ -26,6 +26,7 @@ export const PROBE_REASONS = [
   'VersionMismatch',
   'Unauthenticated',
   'DNSFailed',
+  'ServicePortNotFound',
   'ConnectionFailed',
   'TLSError',
   'Timeout',

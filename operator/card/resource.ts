@@ -904,7 +904,11 @@ export const AgentCardStatusSchema = z
           .min(0)
           .describe('Pods that ask for this card (annotation agentcard.dev/inject).'),
         podsMissingSidecar: z.int().min(0).describe('Of those, pods without the serving sidecar.'),
-        missing: z.array(z.string()).max(20).describe('Names of pods without the sidecar (at most 20).'),
+        missing: z
+          .array(z.string())
+          .max(20)
+          .describe('Names of pods without the sidecar (at most 20); absent when there are none.')
+          .optional(),
       })
       .describe('Pods serving the card.')
       .optional(),

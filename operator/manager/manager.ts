@@ -206,6 +206,7 @@ export async function runOperator(
             allowCidrs: flags.probeAllowCidrs,
             // What each card's own namespace owns is allowed without a setting (ownership.ts).
             ownerFor: (ns) => namespaceAddresses.ownerFor(ns),
+            servicePortFor: (ns) => namespaceAddresses.servicePortFor(ns),
             ...(probeCa ? { ca: probeCa } : {}),
             concurrency: flags.probeConcurrency,
             denyCidrs: flags.probeDenyCidrs,

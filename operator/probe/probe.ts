@@ -12,6 +12,7 @@ import { grpcExchange } from './grpc.ts';
 import { type ExchangeResult, httpExchange } from './http.ts';
 import type { OwnerCheck } from './ownership.ts';
 import type { AddressPolicy } from './policy.ts';
+import type { ServicePortCheck } from './service-port.ts';
 import { BODY_LIMIT_BYTES, type ProbePhases, type ProbeResult, type ProbeTarget } from './types.ts';
 
 export interface ProbeOptions {
@@ -20,6 +21,11 @@ export interface ProbeOptions {
   policy: AddressPolicy;
   /** The namespace rule of the policy (the operator's; the CLI has none). */
   owner?: OwnerCheck;
+  /**
+   * The Service port check (the operator's; service-port.ts): a URL naming a Service of the
+   * card's namespace by a port it does not have fails before any connection is tried.
+   */
+  servicePort?: ServicePortCheck;
   /** Headers for this interface only (credentials); never sent anywhere else. */
   headers?: Record<string, string>;
   signal?: AbortSignal;
@@ -94,6 +100,17 @@ export async function probeInterface(target: ProbeTarget, opts: ProbeOptions): P
   };
   let exchange: ExchangeResult;
   try {
+    const portProblem = await opts.servicePort?.(plan.endpoint.hostname, plan.endpoint.port, signal);
+    if (portProblem !== undefined) {
+      return {
+        ...base,
+        reachable: false,
+        reason: 'ServicePortNotFound',
+        message: portProblem,
+        latencyMs: round(performance.now() - start),
+        phases,
+      };
+    }
     exchange =
       plan.transport === 'http'
         ? await httpExchange(plan, exchangeOpts)

@@ -21,6 +21,7 @@ import { type ProbeMetrics, createProbeMetrics } from './metrics.ts';
 import type { OwnerCheck } from './ownership.ts';
 import type { AddressPolicy } from './policy.ts';
 import { checkHeaders, probeInterface } from './probe.ts';
+import type { ServicePortCheck } from './service-port.ts';
 import type { ProbeResult, ProbeTarget } from './types.ts';
 
 export interface ProbeConfig {
@@ -38,6 +39,8 @@ export interface ProbeSchedulerOptions {
   policy: AddressPolicy;
   /** The namespace rule: what a card of `namespace` may reach besides the policy's allowed ranges. */
   ownerFor?: (namespace: string) => OwnerCheck;
+  /** The Service port check for the cards of `namespace` (service-port.ts). */
+  servicePortFor?: (namespace: string) => ServicePortCheck;
   /** Called after every round of a key with one result per interface, in interface order. */
   onResults: (key: string, results: ProbeResult[]) => void;
   /** Metrics are registered here when given. */
@@ -262,6 +265,7 @@ export class ProbeScheduler {
         timeoutMs: config.timeoutMs,
         policy: this.#opts.policy,
         owner: this.#opts.ownerFor?.(entry.card.namespace),
+        servicePort: this.#opts.servicePortFor?.(entry.card.namespace),
         headers,
         signal: abort.signal,
         resolver: this.#opts.resolver,

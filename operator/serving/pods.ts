@@ -9,8 +9,11 @@ import { INJECT_ANNOTATION, requestedCardName, SIDECAR_CONTAINER } from '../api/
 export interface ServingSummary {
   podsRequesting: number;
   podsMissingSidecar: number;
-  /** Names of Pods without the sidecar, sorted, at most MAX_MISSING. */
-  missing: string[];
+  /**
+   * Names of Pods without the sidecar, sorted, at most MAX_MISSING; absent when there are none
+   * (an empty list would show as an empty `Missing:` line in `kubectl describe`).
+   */
+  missing?: string[];
 }
 
 export const MAX_MISSING = 20;
@@ -47,14 +50,15 @@ export function summarizeServing(
   return {
     podsRequesting: requesting.length,
     podsMissingSidecar: missing.length,
-    missing: missing.slice(0, MAX_MISSING),
+    ...(missing.length > 0 ? { missing: missing.slice(0, MAX_MISSING) } : {}),
   };
 }
 
 /** A one-line message for the Published condition and the event, naming the Pods. */
 export function servingMessage(summary: ServingSummary): string | undefined {
   if (summary.podsMissingSidecar === 0) return undefined;
-  const more = summary.podsMissingSidecar - summary.missing.length;
-  const names = summary.missing.join(', ') + (more > 0 ? ` and ${more} more` : '');
+  const listed = summary.missing ?? [];
+  const more = summary.podsMissingSidecar - listed.length;
+  const names = listed.join(', ') + (more > 0 ? ` and ${more} more` : '');
   return `${summary.podsMissingSidecar} of ${summary.podsRequesting} Pods requesting this card run without the sidecar (created while the webhook was unavailable?): ${names}`;
 }

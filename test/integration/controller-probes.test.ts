@@ -103,6 +103,51 @@ describe('controller: probe results in status', () => {
     });
   });
 
+  it("names the Service's ports when an interface URL names a port the Service does not have", async () => {
+    // The demo agent's Service (examples/demo-agent.yaml); the API server gives it a cluster IP.
+    await api.core.createNamespacedService({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'demo-agent' },
+        spec: {
+          selector: { 'app.kubernetes.io/name': 'demo-agent' },
+          ports: [
+            { name: 'a2a', port: 8080, targetPort: 'a2a' },
+            { name: 'grpc', port: 8081, targetPort: 'grpc' },
+            { name: 'agent-card', port: 8095, targetPort: 'agent-card' },
+          ],
+        },
+      },
+    });
+    const host = `demo-agent.${ns.name}.svc.cluster.local`;
+    await api.createCard(ns.name, 'wrong-port', {
+      card: sampleCard('1.0.0', {
+        supportedInterfaces: [
+          jsonrpc(`http://${host}:9999/a2a/jsonrpc`),
+          jsonrpc(`http://${host}:8080/a2a/jsonrpc`),
+        ],
+      }),
+      probe: { interval: '10s', timeout: '2s' },
+    });
+    const card = await settled('wrong-port');
+    const message = 'Service demo-agent has no port 9999; its ports are a2a 8080, grpc 8081, agent-card 8095';
+    expect(condition(card, 'InterfacesReachable')).toMatchObject({
+      status: 'False',
+      reason: 'ServicePortNotFound',
+      message: expect.stringContaining(message),
+    });
+    const interfaces = (card.status as { interfaces: { reason: string; message: string }[] }).interfaces;
+    expect(interfaces[0]).toMatchObject({ reason: 'ServicePortNotFound', message });
+    // A port the Service has is probed as usual (no cluster DNS here: it fails otherwise).
+    expect(interfaces[1]!.reason).not.toBe('ServicePortNotFound');
+    await waitFor('Ready=False', async () => {
+      const c = condition(await api.getCard(ns.name, 'wrong-port'), 'Ready');
+      return c?.status === 'False' && c.reason === 'ServicePortNotFound';
+    });
+    // Out of the way of the cases that count every card's writes (its DNS failure may vary).
+    await api.custom.deleteNamespacedCustomObject({ ...RESOURCE, namespace: ns.name, name: 'wrong-port' });
+  });
+
   it('sends credentials from a Secret only when configured', async () => {
     await api.putSecret(ns.name, 'probe-token', { token: 'probe-token-123\n' }, false);
     await api.createCard(ns.name, 'authed', {

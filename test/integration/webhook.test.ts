@@ -283,12 +283,12 @@ describe('sidecar injection webhook (real kube-apiserver)', () => {
     const pods = (await core.listNamespacedPod({ namespace: appNs.name })).items;
     const summary = summarizeServing({ name: 'weather', namespace: appNs.name }, pods);
     expect(summary.missing).toContain(stored.metadata!.name);
-    expect(summary.podsMissingSidecar).toBe(summary.missing.length);
+    expect(summary.podsMissingSidecar).toBe(summary.missing?.length);
     // Every other annotated Pod in the namespace got its sidecar while the webhook was up.
     const injected = pods.filter((p) => sidecarsOf(p).length === 1).length;
     expect(summary.podsRequesting).toBe(injected + summary.podsMissingSidecar);
-    expect(summary.missing.every((name) => !name.startsWith('same-') && !name.startsWith('again-'))).toBe(
-      true,
-    );
+    expect(
+      (summary.missing ?? []).every((name) => !name.startsWith('same-') && !name.startsWith('again-')),
+    ).toBe(true);
   });
 });

@@ -48,7 +48,7 @@ export function ensurePackages(packages: ReadonlyArray<{ pkg: string; provides: 
   const command = `apt-get install -y --no-install-recommends ${missing.join(' ')}`;
   const root = process.getuid?.() === 0;
   if (!root || !existsSync('/usr/bin/apt-get')) {
-    throw new Error(`the tests need these Debian packages: run \`sudo ${command}\``);
+    throw new Error(`these Debian packages are needed: run \`sudo ${command}\``);
   }
   log(`installing ${missing.join(', ')}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };

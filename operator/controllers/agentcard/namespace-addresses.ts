@@ -31,6 +31,7 @@ import {
   podOwnership,
   serviceOwnership,
 } from '../../probe/ownership.ts';
+import { servicePortCheck, type ServicePortCheck, type ServicePortsView } from '../../probe/service-port.ts';
 
 export interface NamespaceAddressesOptions {
   client: Pick<KubeClient, 'request'>;
@@ -62,6 +63,7 @@ function podView(pod: V1Pod): PodView {
 export class NamespaceAddresses {
   readonly #opts: NamespaceAddressesOptions;
   readonly #cache = new Map<string, { expires: number; answer: Promise<Ownership> }>();
+  readonly #services = new Map<string, { expires: number; answer: Promise<ServicePortsView | undefined> }>();
   /** API requests made (for tests and the cost figures in docs/security.md). */
   requests = 0;
 
@@ -88,6 +90,52 @@ export class NamespaceAddresses {
       entry.expires = (this.#opts.now ?? Date.now)() + ttl;
     });
     return entry.answer;
+  }
+
+  /** The probes' Service port check for the cards of one namespace. */
+  servicePortFor(namespace: string): ServicePortCheck {
+    return servicePortCheck(namespace, (name) => this.service(namespace, name));
+  }
+
+  /**
+   * The Service `name` of `namespace` and its ports, for the probes' Service port check
+   * (operator/probe/service-port.ts): one LIST by name, kept like the answers above (30 s when
+   * found, 10 s otherwise). Undefined when there is no such Service or it cannot be read.
+   */
+  service(namespace: string, name: string): Promise<ServicePortsView | undefined> {
+    const now = (this.#opts.now ?? Date.now)();
+    const key = `${namespace}/${name}`;
+    const hit = this.#services.get(key);
+    if (hit && hit.expires > now) return hit.answer;
+    if (this.#services.size >= MAX_ENTRIES) this.#services.clear();
+    const entry = { expires: Infinity, answer: this.#askService(namespace, name) };
+    this.#services.set(key, entry);
+    void entry.answer.then((a) => {
+      const ttl = a ? (this.#opts.ownedTtlMs ?? 30_000) : (this.#opts.notOwnedTtlMs ?? 10_000);
+      entry.expires = (this.#opts.now ?? Date.now)() + ttl;
+    });
+    return entry.answer;
+  }
+
+  async #askService(namespace: string, name: string): Promise<ServicePortsView | undefined> {
+    try {
+      const [service] = await this.#list<V1Service>(
+        `/api/v1/namespaces/${encodeURIComponent(namespace)}/services`,
+        {
+          fieldSelector: `metadata.name=${name}`,
+        },
+      );
+      if (!service) return undefined;
+      return {
+        name: service.metadata?.name ?? name,
+        type: service.spec?.type,
+        clusterIP: service.spec?.clusterIP,
+        ports: (service.spec?.ports ?? []).map((p) => ({ name: p.name, port: p.port, protocol: p.protocol })),
+      };
+    } catch {
+      // The probe then runs as it would without the check.
+      return undefined;
+    }
   }
 
   #prune(now: number): void {

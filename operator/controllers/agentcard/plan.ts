@@ -178,7 +178,7 @@ function servingEvents(
   if (
     before &&
     before.podsMissingSidecar === after.podsMissingSidecar &&
-    before.missing.join() === after.missing.join()
+    (before.missing ?? []).join() === (after.missing ?? []).join()
   ) {
     return [];
   }

@@ -25,6 +25,7 @@ import {
   type ResolvedCredential,
 } from '../../probe/index.ts';
 import type { OwnerCheck } from '../../probe/ownership.ts';
+import type { ServicePortCheck } from '../../probe/service-port.ts';
 import { probeTargets, unprobedAudiences } from './audiences/probe-targets.ts';
 import type { InterfacesVerdict } from './plan.ts';
 import type { SecretView } from '../../signing/keys.ts';
@@ -222,6 +223,8 @@ export interface ProbeWiringOptions {
   allowCidrs: string[];
   /** The namespace rule: the addresses a card's own namespace owns (namespace-addresses.ts). */
   ownerFor?: (namespace: string) => OwnerCheck;
+  /** The Service port check of a card's namespace (operator/probe/service-port.ts). */
+  servicePortFor?: (namespace: string) => ServicePortCheck;
   /** Extra trusted CA certificates (PEM) for TLS interfaces, on top of the system's. */
   ca?: string[];
   /** Ranges never probed, in addition to the built-in ones (e.g. cluster ranges in public space). */
@@ -268,6 +271,7 @@ export function probeWiring(opts: ProbeWiringOptions): ProbeHooks {
       loopbackAdvice: PROBE_LOOPBACK_ADVICE,
     }),
     ...(opts.ownerFor ? { ownerFor: opts.ownerFor } : {}),
+    ...(opts.servicePortFor ? { servicePortFor: opts.servicePortFor } : {}),
     ...(opts.ca ? { ca: opts.ca } : {}),
     globalConcurrency: opts.concurrency,
     registry: opts.registry,

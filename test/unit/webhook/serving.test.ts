@@ -51,4 +51,10 @@ describe('summarizeServing', () => {
     expect(servingMessage(summary)).toMatch(/p19 and 5 more$/);
     expect(servingMessage(summarizeServing(card, []))).toBeUndefined();
   });
+
+  it('leaves out an empty list of Pods without the sidecar (no empty `Missing:` in kubectl describe)', () => {
+    const summary = summarizeServing(card, [pod('a', { card: 'weather', sidecar: 'init' })]);
+    expect(summary).toEqual({ podsRequesting: 1, podsMissingSidecar: 0 });
+    expect(servingMessage(summary)).toBeUndefined();
+  });
 });

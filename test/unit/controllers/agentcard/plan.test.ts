@@ -351,7 +351,7 @@ describe('planReconcile: status.serving', () => {
     );
     expect(again.events).toEqual([]);
     expect(again.statusChanged).toBe(false);
-    const fixed = { podsRequesting: 2, podsMissingSidecar: 0, missing: [] };
+    const fixed = { podsRequesting: 2, podsMissingSidecar: 0 };
     const healed = await planReconcile(
       input(
         resource({ card: sampleCard() }, 1, plan.status),
