@@ -3,7 +3,15 @@
 // cycle, the real command (as `npm run lint` runs it) reports exactly those, and passes the
 // imports the layers allow.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -87,6 +95,25 @@ describe('the layer rules', () => {
     expect(found.filter((v) => v.rule === 'no-circular').map((v) => v.from)).toEqual(
       expect.arrayContaining(['operator/card/a.ts']),
     );
+  });
+});
+
+describe('layers.json', () => {
+  it('places every folder and file of operator/', () => {
+    const { layers } = JSON.parse(readFileSync(join(repoRoot, 'layers.json'), 'utf8')) as {
+      layers: Array<{ folders: string[] }>;
+    };
+    const placed = new Set(layers.flatMap((l) => l.folders));
+    const operator = join(repoRoot, 'operator');
+    const unplaced = readdirSync(operator, { withFileTypes: true }).flatMap((entry) => {
+      if (entry.isFile()) return placed.has('operator/*.ts') ? [] : [entry.name];
+      if (entry.name !== 'controllers') return placed.has(entry.name) ? [] : [entry.name];
+      // The controllers' parent: each folder and file in it is placed on its own.
+      return readdirSync(join(operator, 'controllers')).flatMap((c) =>
+        placed.has(`controllers/${c}`) ? [] : [`controllers/${c}`],
+      );
+    });
+    expect(unplaced).toEqual([]);
   });
 });
 
