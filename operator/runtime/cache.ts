@@ -239,7 +239,8 @@ export class Cache {
       scopes.set(
         ns,
         new ResilientInformer<T>({
-          name: `${collection.name}/${ns || '*'}`,
+          // A cluster-scoped collection is one informer, named as the collection.
+          name: collection.namespaced ? `${collection.name}/${ns || '*'}` : collection.name,
           client: this.opts.client,
           path: collectionPath(collection.api, collection.plural, ns || undefined),
           labelSelector: collection.labelSelector,
@@ -281,7 +282,14 @@ export class Cache {
       for (const c of optional) c.markServed(served.has(resourceId(c.collection)));
     }
     const pending = all.filter((c) => !c.available);
-    for (const c of pending.filter((p) => p.collection.optional && !p.available))
+    for (const c of pending.filter((p) => !p.collection.optional))
+      this.opts.log.info(
+        `no controller needs the ${c.name} while the collection they go with is not served; not watching them`,
+        {
+          collection: c.name,
+        },
+      );
+    for (const c of pending.filter((p) => p.collection.optional))
       this.opts.log.warn(
         `the ${c.collection.kind ?? c.name} CRD is not installed; looking for it again every ${this.lookAgainMs / 1000} s`,
         { collection: c.name },

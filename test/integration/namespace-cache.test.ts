@@ -299,7 +299,7 @@ describe('the shared Namespace cache without the ClusterAgentCatalog CRD', () =>
       expect(operator.logs.some((l) => l.includes('the ClusterAgentCatalog CRD is not installed'))).toBe(
         true,
       );
-      expect(operator.logs.some((l) => l.includes('no controller needs the Namespaces'))).toBe(true);
+      expect(operator.logs.some((l) => l.includes('no controller needs the namespaces while'))).toBe(true);
       expect(namespaceRequests(true, through)).toHaveLength(0);
       expect(namespaceRequests(false, through)).toHaveLength(0);
     } finally {
