@@ -20,7 +20,7 @@ import type { Logger } from '../log.ts';
 export type RunMode = 'always' | 'leader';
 
 export interface Runnable {
-  /** For logs: "agentcard-caches", "catalog-reconciler". */
+  /** For logs: "caches", "agentcatalog-reconciler". */
   readonly name: string;
   readonly mode: RunMode;
   /**

@@ -400,7 +400,7 @@ describe('a leader whose controllers cannot start', () => {
     expect(errors).toHaveLength(1);
     const reason = JSON.parse(errors[0]!) as { msg: string; runnable: string; error: string };
     expect(reason.msg).toBe('the operator could not start; exiting');
-    expect(reason.runnable).toBe('agentcard-caches');
+    expect(reason.runnable).toBe('caches');
     expect(reason.error).toMatch(/^cannot list pods in namespace .*: HTTP 403: pods is forbidden/);
     expect(op.lines.some((l) => l.includes('"msg":"caches synced; reconciling"'))).toBe(false);
 
