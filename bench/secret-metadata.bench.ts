@@ -1,5 +1,5 @@
 /**
- * Memory cost of the controller's metadata-only Secret watch (operator/controller/informers.ts):
+ * Memory cost of the controller's metadata-only Secret watch (operator/controllers/cache/collections.ts):
  * N Secrets on the local control plane, each with 1 KiB of data and a kubectl
  * last-applied-configuration annotation (what `kubectl apply` leaves), cached three ways, each in
  * a fresh Node.js process: the operator's way (PartialObjectMetadata, trimmed to name, namespace

@@ -138,7 +138,7 @@ export const ADOPTED_LABEL = 'agentcard.dev/adopted-from';
 /** The default namespace label that allows adoption (chart value adoption.namespaceSelector). */
 export const ADOPTION_NAMESPACE_LABEL = 'agentcard.dev/adoption';
 
-// ---- signing certificates requested from cert-manager (operator/issuer/) ---------------------
+// ---- signing certificates requested from cert-manager (operator/controllers/issuer/) ---------------------
 
 /** Suffix of the Certificate (and its Secret) the operator requests for a card's issuerRef key. */
 export const SIGNING_CERTIFICATE_SUFFIX = '-signing';

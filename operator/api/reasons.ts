@@ -45,7 +45,7 @@ export const SIGNED_REASONS = [
   'SigningCertificateInvalid',
   'SpecNotAccepted',
 ] as const;
-/** An AgentCard's keys can name an issuerRef (operator/issuer/); a catalog's cannot. */
+/** An AgentCard's keys can name an issuerRef (operator/controllers/issuer/); a catalog's cannot. */
 export const CARD_SIGNED_REASONS = [
   ...SIGNED_REASONS,
   'CertificatePending',

@@ -5,8 +5,8 @@
  * SPIFFE ID (SPIFFE ID specification section 2: `spiffe://<trust domain>/<path>`), in the
  * Kubernetes form used by Istio and SPIRE: `spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount}`.
  * The namespace always comes from the object, and the service account from the workload the card
- * describes (operator/issuer/plan.ts serviceAccountOf), never from a field of the AgentCard. The
- * Certificate itself is built by operator/issuer/plan.ts.
+ * describes (operator/controllers/controllers/issuer/plan.ts serviceAccountOf), never from a field of the AgentCard. The
+ * Certificate itself is built by operator/controllers/issuer/plan.ts.
  */
 import { UserError } from '../errors.ts';
 

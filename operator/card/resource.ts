@@ -121,7 +121,7 @@ export const SigningKeyRefSchema = z
 
 /**
  * A cert-manager issuer (cert-manager.io/v1 ObjectReference of Certificate.spec.issuerRef): the
- * operator requests the card's signing certificate from it (operator/issuer/), in the style of
+ * operator requests the card's signing certificate from it (operator/controllers/issuer/), in the style of
  * cert-manager's ingress-shim. Only the issuer is the user's to choose; the certificate's identity
  * comes from the administrator's template (operator/card/identity.ts).
  */

@@ -4,7 +4,7 @@
  * - its default audience's hosts (`spec.serving.hosts`, the `serving-hosts` key): the request
  *   gets the default documents (`agent-card.json`, `agent.json`);
  * - its other audiences' hosts, the variant keys `host.<h>.<file>` and `wildcard.<s>.<file>`
- *   (controller/audiences/publish.ts): the request gets that audience's card, looked up by
+ *   (controllers/agentcard/audiences/publish.ts): the request gets that audience's card, looked up by
  *   respond.ts exactly as the sidecar does.
  *
  * Precedence, the sidecar's: an exact host before the wildcard `*.<parent suffix>`, and a

@@ -7,7 +7,7 @@
  * built at scrape time from one small record per card (ScrapeTimeGauge) rather than stored by
  * prom-client as label sets, which cost about 2.5 KiB per card at rest (docs/scaling.md).
  *
- * The work queue and reconcile metrics of both controllers are `runtime` (metrics/runtime.ts,
+ * The work queue and reconcile metrics of both controllers are `runtime` (runtime/metrics.ts,
  * client-go's and controller-runtime's names). agentcard_reconcile_total,
  * agentcard_reconcile_duration_seconds and agentcard_workqueue_depth came first and are kept,
  * deprecated (docs/operations.md), for the dashboards and alerts that read them.

@@ -6,7 +6,7 @@
  *   is dropped, so a flapping input cannot flood the API server;
  * - when the backlog is full the oldest pending event is dropped (and counted);
  * - a failed write is logged (without the message) and not retried.
- * The reconcile only plans events on state changes (controller/events.ts).
+ * The reconcile only plans events on state changes (controllers/agentcard/events.ts).
  * The dedupe window and the flush timeout are read from an injected Clock (kube/clock.ts), so a
  * unit test proves both on a manual clock without sleeping.
  */

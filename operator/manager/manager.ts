@@ -69,7 +69,7 @@ export interface OperatorConfig {
   clusterCatalogs?: boolean;
   /** Where ClusterAgentCatalogs publish and read their signing keys; default: the operator's namespace. */
   catalogNamespace?: string;
-  /** Label adoption of Deployments and StatefulSets (adoption/plan.ts); undefined: off. */
+  /** Label adoption of Deployments and StatefulSets (controllers/adoption/plan.ts); undefined: off. */
   adoption?: AdoptionPolicy;
   /** Signing certificates requested from cert-manager (issuer/): the identity policy; undefined: off. */
   issuer?: IdentityPolicy;

@@ -42,7 +42,7 @@ export type Ownership = { owned: true; by: string } | { owned: false; why: strin
 
 /**
  * Whether one resolved address is owned by the probing card's namespace (the I/O behind it is
- * the operator's, see operator/controller/namespace-addresses.ts). Never rejects.
+ * the operator's, see operator/controllers/agentcard/namespace-addresses.ts). Never rejects.
  */
 export type OwnerCheck = (ip: string, signal: AbortSignal) => Promise<Ownership>;
 

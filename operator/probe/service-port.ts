@@ -24,7 +24,7 @@ export interface ServicePortsView {
 
 /**
  * The Service's answer for a name of the namespace: undefined when there is no such Service or
- * it cannot be read. The I/O is the operator's (operator/controller/namespace-addresses.ts).
+ * it cannot be read. The I/O is the operator's (operator/controllers/agentcard/namespace-addresses.ts).
  */
 export type ServiceLookup = (name: string, signal: AbortSignal) => Promise<ServicePortsView | undefined>;
 

@@ -54,7 +54,7 @@ export interface ReconcileQueueOptions {
   backoff?: BackoffOptions;
   /** The API server's health (kube/health.ts): holds the queue during an outage. */
   gate?: QueueGate;
-  /** The controller's metrics: `metrics.runtime.controller(<name>)` (metrics/runtime.ts). */
+  /** The controller's metrics: `metrics.runtime.controller(<name>)` (runtime/metrics.ts). */
   observer?: QueueObserver;
   /** Called with the number of queued keys whenever it changes. */
   onDepth?: (depth: number) => void;

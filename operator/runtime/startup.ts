@@ -14,8 +14,8 @@
  * Anything else a reconcile would still change (a Secret that changed meanwhile, a Pod, a card
  * a catalog lists) is found by the re-plan, at low priority.
  *
- * Each controller says what its objects show (controller/startup-priority.ts for AgentCards,
- * controller/catalogs/startup-priority.ts for catalogs); the rule and the queueing are here.
+ * Each controller says what its objects show (controllers/agentcard/startup-priority.ts for AgentCards,
+ * controllers/catalogs/startup-priority.ts for catalogs); the rule and the queueing are here.
  */
 import { digestOf } from './configmaps.ts';
 import type { Priority, WorkQueue } from './workqueue.ts';

@@ -21,7 +21,7 @@
  *   re-plan of 1,000 cards held every socket for 2.5 to 6 s, the first write's request and
  *   response and the Lease renewal with them (docs/scaling.md, "Failover").
  *
- * What it does is reported to an optional QueueObserver (operator/metrics/runtime.ts turns it into
+ * What it does is reported to an optional QueueObserver (operator/runtime/metrics.ts turns it into
  * client-go's workqueue_* and controller-runtime's controller_runtime_reconcile_* metrics): keys
  * added per lane, how long each waited in its lane and how long its run took, the run's outcome,
  * retries, and, read at scrape time, the depth per lane and the age of the runs in flight. Times

@@ -2,7 +2,7 @@
  * The one write path of every controller: published ConfigMaps and the status subresource, by
  * server-side apply (kube/api.ts), and the objects a controller owns (create, apply, replace,
  * delete with a UID precondition), every write counted; with
- * - read-your-writes (controller/write-overlay.ts): what a write returned is read until the cache
+ * - read-your-writes (write-overlay.ts): what a write returned is read until the cache
  *   moves past it;
  * - echo detection: the watch event of the controller's own write (its resourceVersion, or, when
  *   the event beats the response, the same content as the apply in flight) queues nothing;

@@ -21,7 +21,7 @@ export interface SecretView {
 }
 
 /**
- * The input of a key that names an issuerRef (operator/issuer/): the Secret cert-manager writes
+ * The input of a key that names an issuerRef (operator/controllers/issuer/): the Secret cert-manager writes
  * for the card, whether the operator requests certificates at all, and the issuer controller's
  * view of the Certificate (undefined: not reconciled yet).
  */

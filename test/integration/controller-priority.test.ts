@@ -1,6 +1,6 @@
 // Queue priorities on the real control plane: a spec change made while the periodic resync is
 // going through every AgentCard is reconciled ahead of the resync, not behind it (the resync,
-// like the first list and probe verdicts, is background work; see operator/controller/workqueue.ts).
+// like the first list and probe verdicts, is background work; see operator/runtime/workqueue.ts).
 //
 // Its own operator per case rather than the shared set-up (useOperatorInNamespace): the operator
 // starts only once the case's AgentCards exist, with a resync and a concurrency of the case's own.

@@ -1,6 +1,6 @@
 /**
  * The probes' namespace rule against the real API server's Pods, Services and EndpointSlices:
- * the lookup (operator/controller/namespace-addresses.ts) with Pod IPs set through the status
+ * the lookup (operator/controllers/agentcard/namespace-addresses.ts) with Pod IPs set through the status
  * subresource as the kubelet sets them, hostNetwork and ended Pods, selector-less, ExternalName
  * and hand-patched Services, and another namespace's objects. No Pod runs (the control plane has
  * no node); end-to-end reachability is in probe-namespace-e2e.test.ts.

@@ -1,4 +1,4 @@
-// What a catalog shows the shared start-up rule (controller/catalogs/startup-priority.ts).
+// What a catalog shows the shared start-up rule (controllers/catalogs/startup-priority.ts).
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { CATALOG_FILES } from '../../../../operator/catalog/build.ts';
