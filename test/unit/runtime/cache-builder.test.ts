@@ -1,65 +1,20 @@
 // The runtime's shared cache and builder (runtime/cache.ts, runtime/builder.ts), on a small
-// in-memory API double driven by hand (pure logic): one informer per collection however many
+// in-memory API double driven by hand (test/support/memory-api.ts, pure logic): one informer per collection however many
 // controllers ask, a collection whose CRD arrives later, a collection watched only alongside
 // another, and how the builder turns events into queued keys. What the real API server does is
 // covered by the controllers' integration tests (test/integration/namespace-cache.test.ts,
 // catalogs.test.ts, issuer-ref-no-cert-manager.test.ts).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError, type KubeClient, type WatchEvent } from '../../../operator/kube/client.ts';
-import { createLogger } from '../../../operator/log.ts';
 import { ControllerBuilder } from '../../../operator/runtime/builder.ts';
 import { Cache, type Collection } from '../../../operator/runtime/cache.ts';
 import { Channel } from '../../../operator/runtime/channel.ts';
 import type { Runnable } from '../../../operator/runtime/manager.ts';
+import { memoryApi, quietLog, until } from '../../support/memory-api.ts';
 
 type Obj = KubernetesObject;
-const quiet = createLogger({}, { write: () => {} });
-const until = async (what: string, check: () => boolean, ms = 3_000) => {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
-
-/**
- * An API server in memory: `served` lists the resources discovery shows per group path, `items`
- * the objects per collection path; a watch stays open and delivers what `emit` sends.
- */
-function fakeApi() {
-  const watchers = new Map<string, (e: WatchEvent<Obj>) => void>();
-  const api = {
-    served: new Map<string, string[]>(),
-    items: new Map<string, Obj[]>(),
-    /** Every GET without watch, as "path" or "path?limit=1". */
-    lists: [] as string[],
-    emit: (path: string, e: WatchEvent<Obj>) => watchers.get(path)!(e),
-    watching: (path: string) => watchers.has(path),
-    client: {
-      request: async (_method: string, path: string, opts: { query?: Record<string, unknown> } = {}) => {
-        if (api.served.has(path)) return { resources: api.served.get(path)!.map((name) => ({ name })) };
-        const group = [...api.served.keys()].find((g) => path.startsWith(`${g}/`));
-        const plural = path.split('/').at(-1)!;
-        if (group && !api.served.get(group)!.includes(plural))
-          throw new ApiError(404, { message: 'not found' });
-        if (path.startsWith('/apis/') && !group) throw new ApiError(404, { message: 'not found' });
-        api.lists.push(opts.query?.limit === 1 ? `${path}?limit=1` : path);
-        return { items: structuredClone(api.items.get(path) ?? []), metadata: { resourceVersion: '1' } };
-      },
-      watch: (path: string, _q: unknown, onEvent: (e: WatchEvent<Obj>) => void, signal: AbortSignal) => {
-        watchers.set(path, onEvent);
-        return new Promise<void>((_, reject) => {
-          signal.addEventListener('abort', () => {
-            watchers.delete(path);
-            reject(new DOMException('aborted', 'AbortError'));
-          });
-        });
-      },
-    } as unknown as KubeClient,
-  };
-  return api;
-}
+const quiet = quietLog;
+const fakeApi = memoryApi;
 
 const CARDS: Collection<Obj> = {
   name: 'cards',
