@@ -5,12 +5,7 @@
 // issuer-ref.test.ts and issuer-ref-no-cert-manager.test.ts check.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ADOPT_LABEL,
-  ADOPT_PORT_ANNOTATION,
-  ADOPTED_LABEL,
-  signingCertificateName,
-} from '../../../operator/api/names.ts';
+import { ADOPT_LABEL, ADOPT_PORT_ANNOTATION, signingCertificateName } from '../../../operator/api/names.ts';
 import { DEFAULT_IDENTITY_TEMPLATE } from '../../../operator/card/identity.ts';
 import {
   ADOPTION_FIELD_MANAGER,
