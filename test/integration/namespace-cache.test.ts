@@ -317,6 +317,8 @@ describe('the shared Namespace cache without the ClusterAgentCatalog CRD', () =>
       expect(operator.logs.some((l) => l.includes('the ClusterAgentCatalog CRD is not installed'))).toBe(
         true,
       );
+      // Ready once the list is loaded; the watch that follows may reach the relay a moment later.
+      await waitFor('the Namespace watch', async () => namespaceRequests(true, through).length > 0, 10_000);
       expect(namespaceRequests(true, through)).toHaveLength(1);
       expect(namespaceRequests(false, through).filter((r) => r.query.get('limit') === '1')).toHaveLength(1);
     } finally {

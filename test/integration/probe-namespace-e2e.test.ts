@@ -109,6 +109,11 @@ beforeAll(async () => {
     60_000,
   );
   if (port === 0) throw new Error(`the network namespace did not start: ${log.slice(-1000)}`);
+  // The Service exposes the port the agent listens on: the probe checks a URL's port against the
+  // Service's ports before it connects (ServicePortNotFound).
+  const live = await core.readNamespacedService({ name: 'agent', namespace: mine.name });
+  live.spec!.ports = [{ port, targetPort: port }];
+  await core.replaceNamespacedService({ name: 'agent', namespace: mine.name, body: live });
 }, 120_000);
 
 afterAll(async () => {
