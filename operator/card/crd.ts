@@ -165,3 +165,67 @@ export const specSchema = (): Schema => toStructural(jsonSchema(AgentCardResourc
 
 /** The chart's ValidatingAdmissionPolicy template for the nesting limit (nesting-policy.ts). */
 export const nestingPolicyYaml = (): string => policyTemplate(specSchema(), GROUP, VERSION, PLURAL);
+
+/** What differs between the group's other kinds' CRDs (catalogs, policies): names, columns, schemas. */
+export interface KindCrdOptions {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortName: string;
+  cluster: boolean;
+  printerColumns: ReadonlyArray<Record<string, unknown>>;
+  description: string;
+  spec: z.ZodType;
+  status: z.ZodType;
+}
+
+/** The CRD of one more kind of the group, with the AgentCard CRD's structural conversion. */
+export function buildKindCrd(o: KindCrdOptions): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${o.plural}.${GROUP}` },
+    spec: {
+      group: GROUP,
+      names: {
+        kind: o.kind,
+        listKind: `${o.kind}List`,
+        plural: o.plural,
+        singular: o.singular,
+        shortNames: [o.shortName],
+        categories: CATEGORIES,
+      },
+      scope: o.cluster ? 'Cluster' : 'Namespaced',
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: o.printerColumns,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: o.description,
+              required: ['spec'],
+              properties: {
+                apiVersion: {
+                  type: 'string',
+                  description: `APIVersion of this object (${GROUP}/${VERSION}).`,
+                },
+                kind: { type: 'string', description: `Kind of this object (${o.kind}).` },
+                metadata: { type: 'object' },
+                spec: toStructural(jsonSchema(o.spec), 'spec'),
+                status: toStructural(jsonSchema(o.status), 'status'),
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** A condition's field, for a printer column's jsonPath. */
+export const conditionPath = (type: string, field: 'status' | 'message'): string =>
+  `.status.conditions[?(@.type=="${type}")].${field}`;

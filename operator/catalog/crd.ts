@@ -4,17 +4,15 @@
  * kinds follow the same rules as the AgentCard CRD.
  */
 import { stringify } from 'yaml';
-import { jsonSchema, toStructural } from '../card/crd.ts';
+import { buildKindCrd, conditionPath } from '../card/crd.ts';
 import {
   CATALOG_KIND,
   CATALOG_PLURAL,
   CATALOG_SINGULAR,
-  CATEGORIES,
   CLUSTER_CATALOG_KIND,
   CLUSTER_CATALOG_PLURAL,
   CLUSTER_CATALOG_SINGULAR,
   GROUP,
-  VERSION,
   type CatalogKind,
 } from '../api/names.ts';
 import { AgentCatalogSpecSchema, CatalogStatusSchema, ClusterAgentCatalogSpecSchema } from './resource.ts';
@@ -22,66 +20,27 @@ import { AgentCatalogSpecSchema, CatalogStatusSchema, ClusterAgentCatalogSpecSch
 export const CATALOG_CRD_FILE = `crds/${GROUP}_${CATALOG_PLURAL}.yaml`;
 export const CLUSTER_CATALOG_CRD_FILE = `crds/${GROUP}_${CLUSTER_CATALOG_PLURAL}.yaml`;
 
-const condition = (type: string, field: 'status' | 'message') =>
-  `.status.conditions[?(@.type=="${type}")].${field}`;
-
 export function buildCatalogCrd(kind: CatalogKind): Record<string, unknown> {
   const cluster = kind === CLUSTER_CATALOG_KIND;
-  const plural = cluster ? CLUSTER_CATALOG_PLURAL : CATALOG_PLURAL;
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${GROUP}` },
-    spec: {
-      group: GROUP,
-      names: {
-        kind,
-        listKind: `${kind}List`,
-        plural,
-        singular: cluster ? CLUSTER_CATALOG_SINGULAR : CATALOG_SINGULAR,
-        shortNames: [cluster ? 'cacat' : 'acat'],
-        categories: CATEGORIES,
-      },
-      scope: cluster ? 'Cluster' : 'Namespaced',
-      versions: [
-        {
-          name: VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: 'Entries', type: 'integer', jsonPath: '.status.entries' },
-            { name: 'Signed', type: 'string', jsonPath: condition('Signed', 'status') },
-            { name: 'Ready', type: 'string', jsonPath: condition('Ready', 'status') },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-            { name: 'Message', type: 'string', jsonPath: condition('Ready', 'message'), priority: 1 },
-          ],
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              description: cluster
-                ? 'An AI Catalog (application/ai-catalog+json) of the AgentCards of the namespaces it selects: built, signed and published by the operator, served at /.well-known/ai-catalog.json with an HTML page at /.'
-                : 'An AI Catalog (application/ai-catalog+json) of the AgentCards of its own namespace: built, signed and published by the operator, served at /.well-known/ai-catalog.json with an HTML page at /.',
-              required: ['spec'],
-              properties: {
-                apiVersion: {
-                  type: 'string',
-                  description: `APIVersion of this object (${GROUP}/${VERSION}).`,
-                },
-                kind: { type: 'string', description: `Kind of this object (${kind}).` },
-                metadata: { type: 'object' },
-                spec: toStructural(
-                  jsonSchema(cluster ? ClusterAgentCatalogSpecSchema : AgentCatalogSpecSchema),
-                  'spec',
-                ),
-                status: toStructural(jsonSchema(CatalogStatusSchema), 'status'),
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
+  return buildKindCrd({
+    kind,
+    plural: cluster ? CLUSTER_CATALOG_PLURAL : CATALOG_PLURAL,
+    singular: cluster ? CLUSTER_CATALOG_SINGULAR : CATALOG_SINGULAR,
+    shortName: cluster ? 'cacat' : 'acat',
+    cluster,
+    printerColumns: [
+      { name: 'Entries', type: 'integer', jsonPath: '.status.entries' },
+      { name: 'Signed', type: 'string', jsonPath: conditionPath('Signed', 'status') },
+      { name: 'Ready', type: 'string', jsonPath: conditionPath('Ready', 'status') },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+      { name: 'Message', type: 'string', jsonPath: conditionPath('Ready', 'message'), priority: 1 },
+    ],
+    description: cluster
+      ? 'An AI Catalog (application/ai-catalog+json) of the AgentCards of the namespaces it selects: built, signed and published by the operator, served at /.well-known/ai-catalog.json with an HTML page at /.'
+      : 'An AI Catalog (application/ai-catalog+json) of the AgentCards of its own namespace: built, signed and published by the operator, served at /.well-known/ai-catalog.json with an HTML page at /.',
+    spec: cluster ? ClusterAgentCatalogSpecSchema : AgentCatalogSpecSchema,
+    status: CatalogStatusSchema,
+  });
 }
 
 export function catalogCrdYaml(kind: CatalogKind): string {

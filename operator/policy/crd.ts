@@ -6,9 +6,8 @@
  * (and their chart templates to build/chart-crds.ts).
  */
 import { stringify } from 'yaml';
-import { jsonSchema, toStructural } from '../card/crd.ts';
+import { buildKindCrd, conditionPath } from '../card/crd.ts';
 import {
-  CATEGORIES,
   CLUSTER_POLICY_KIND,
   CLUSTER_POLICY_PLURAL,
   CLUSTER_POLICY_SINGULAR,
@@ -16,7 +15,6 @@ import {
   POLICY_KIND,
   POLICY_PLURAL,
   POLICY_SINGULAR,
-  VERSION,
   type PolicyKind,
 } from '../api/names.ts';
 import { AgentPolicySpecSchema, ClusterAgentPolicySpecSchema, PolicyStatusSchema } from './resource.ts';
@@ -24,67 +22,28 @@ import { AgentPolicySpecSchema, ClusterAgentPolicySpecSchema, PolicyStatusSchema
 export const POLICY_CRD_FILE = `crds/${GROUP}_${POLICY_PLURAL}.yaml`;
 export const CLUSTER_POLICY_CRD_FILE = `crds/${GROUP}_${CLUSTER_POLICY_PLURAL}.yaml`;
 
-const condition = (type: string, field: 'status' | 'message') =>
-  `.status.conditions[?(@.type=="${type}")].${field}`;
-
 export function buildPolicyCrd(kind: PolicyKind): Record<string, unknown> {
   const cluster = kind === CLUSTER_POLICY_KIND;
-  const plural = cluster ? CLUSTER_POLICY_PLURAL : POLICY_PLURAL;
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${GROUP}` },
-    spec: {
-      group: GROUP,
-      names: {
-        kind,
-        listKind: `${kind}List`,
-        plural,
-        singular: cluster ? CLUSTER_POLICY_SINGULAR : POLICY_SINGULAR,
-        shortNames: [cluster ? 'capol' : 'apol'],
-        categories: CATEGORIES,
-      },
-      scope: cluster ? 'Cluster' : 'Namespaced',
-      versions: [
-        {
-          name: VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: 'Mode', type: 'string', jsonPath: '.spec.mode' },
-            { name: 'Matched', type: 'integer', jsonPath: '.status.matched' },
-            { name: 'Failing', type: 'integer', jsonPath: '.status.failing' },
-            { name: 'Ready', type: 'string', jsonPath: condition('Ready', 'status') },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-            { name: 'Message', type: 'string', jsonPath: condition('Ready', 'message'), priority: 1 },
-          ],
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              description: cluster
-                ? 'What the AgentCards of the namespaces it selects must be (trust, content, reachability) and who may call them, in Audit, Warn or Enforce mode.'
-                : 'What the AgentCards of its namespace must be (trust, content, reachability) and who may call them, in Audit, Warn or Enforce mode.',
-              required: ['spec'],
-              properties: {
-                apiVersion: {
-                  type: 'string',
-                  description: `APIVersion of this object (${GROUP}/${VERSION}).`,
-                },
-                kind: { type: 'string', description: `Kind of this object (${kind}).` },
-                metadata: { type: 'object' },
-                spec: toStructural(
-                  jsonSchema(cluster ? ClusterAgentPolicySpecSchema : AgentPolicySpecSchema),
-                  'spec',
-                ),
-                status: toStructural(jsonSchema(PolicyStatusSchema), 'status'),
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
+  return buildKindCrd({
+    kind,
+    plural: cluster ? CLUSTER_POLICY_PLURAL : POLICY_PLURAL,
+    singular: cluster ? CLUSTER_POLICY_SINGULAR : POLICY_SINGULAR,
+    shortName: cluster ? 'capol' : 'apol',
+    cluster,
+    printerColumns: [
+      { name: 'Mode', type: 'string', jsonPath: '.spec.mode' },
+      { name: 'Matched', type: 'integer', jsonPath: '.status.matched' },
+      { name: 'Failing', type: 'integer', jsonPath: '.status.failing' },
+      { name: 'Ready', type: 'string', jsonPath: conditionPath('Ready', 'status') },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+      { name: 'Message', type: 'string', jsonPath: conditionPath('Ready', 'message'), priority: 1 },
+    ],
+    description: cluster
+      ? 'What the AgentCards of the namespaces it selects must be (trust, content, reachability) and who may call them, in Audit, Warn or Enforce mode.'
+      : 'What the AgentCards of its namespace must be (trust, content, reachability) and who may call them, in Audit, Warn or Enforce mode.',
+    spec: cluster ? ClusterAgentPolicySpecSchema : AgentPolicySpecSchema,
+    status: PolicyStatusSchema,
+  });
 }
 
 export function policyCrdYaml(kind: PolicyKind): string {
