@@ -250,6 +250,24 @@ export async function validateAdopted(
   return { ...result, problems: [...result.problems, ...unmatched], from };
 }
 
+/** The one card or AgentCard manifest of a file's documents (by `name` when there are several). */
+export function oneCardDocument(
+  text: string,
+  source: string,
+  name?: string,
+): Exclude<InputDocument, { type: 'other' }> {
+  const docs = parseDocuments(text, source).filter(
+    (d) => d.type !== 'other' && (name === undefined || nameOf(d) === name),
+  ) as Exclude<InputDocument, { type: 'other' }>[];
+  if (docs.length === 0) {
+    throw new UserError(
+      `${source}: no AgentCard manifest or card${name === undefined ? '' : ` named "${name}"`} found`,
+    );
+  }
+  if (docs.length > 1) throw new UserError(`${source}: ${docs.length} cards found; choose one with --name`);
+  return docs[0]!;
+}
+
 /**
  * The card of a file holding one AgentCard manifest or one bare card (`name` picks one of
  * several). A manifest with spec.source needs `readSource` (the agent's card); without it, the
@@ -260,16 +278,7 @@ export async function loadOneCard(
   opts: { name?: string; strict?: boolean; readSource?: SourceCardReader; sourceFlags?: boolean } = {},
 ): Promise<{ label: string; card: AgentCard; spec?: AgentCardSpec; problems: Problem[] }> {
   const source = file === '-' ? 'standard input' : file;
-  const docs = parseDocuments(await readInput(file, MAX_INPUT_BYTES), source).filter(
-    (d) => d.type !== 'other' && (opts.name === undefined || nameOf(d) === opts.name),
-  ) as Exclude<InputDocument, { type: 'other' }>[];
-  if (docs.length === 0) {
-    throw new UserError(
-      `${source}: no AgentCard manifest or card${opts.name === undefined ? '' : ` named "${opts.name}"`} found`,
-    );
-  }
-  if (docs.length > 1) throw new UserError(`${source}: ${docs.length} cards found; choose one with --name`);
-  const doc = docs[0]!;
+  const doc = oneCardDocument(await readInput(file, MAX_INPUT_BYTES), source, opts.name);
   const adopting = doc.type === 'manifest' && hasSource(doc.resource);
   if (opts.sourceFlags && !adopting)
     throw new UserError(`${doc.label}: --source-card and --fetch are for an AgentCard with spec.source`, 2);
@@ -291,7 +300,7 @@ export async function loadOneCard(
 }
 
 /** The name of a document: a manifest's metadata.name, or a card's name. */
-export function nameOf(doc: InputDocument): string | undefined {
+function nameOf(doc: InputDocument): string | undefined {
   if (doc.type === 'manifest') return doc.name;
   if (doc.type === 'card' && doc.card && typeof doc.card === 'object') {
     const name = (doc.card as Record<string, unknown>).name;

@@ -24,15 +24,7 @@ import { DEFAULT_AUDIENCE } from '../../card/audience.ts';
 import { cardLines } from '../card-lines.ts';
 import { fetchSourceCard } from '../../source/fetch.ts';
 import { SOURCE_PATHS } from '../../card/resource.ts';
-import {
-  MAX_INPUT_BYTES,
-  nameOf,
-  parseDocuments,
-  parseFlags,
-  pickAudience,
-  readInput,
-  type InputDocument,
-} from '../input.ts';
+import { MAX_INPUT_BYTES, oneCardDocument, parseFlags, pickAudience, readInput } from '../input.ts';
 
 const USAGE = `usage: agentcard diff OLD NEW [--output text|json] [--fail-on breaking|compatible|descriptive]
                       [--audience NAME] [--name NAME] [--allow-cidr CIDR]
@@ -140,16 +132,7 @@ async function loadCard(
   }
   const source = input === '-' ? 'standard input' : input;
   const text = await readInput(input, MAX_INPUT_BYTES);
-  const docs = parseDocuments(text, source).filter(
-    (d) => d.type !== 'other' && (opts.name === undefined || nameOf(d) === opts.name),
-  ) as Exclude<InputDocument, { type: 'other' }>[];
-  if (docs.length === 0) {
-    throw new UserError(
-      `${source}: no AgentCard manifest or card${opts.name === undefined ? '' : ` named "${opts.name}"`} found`,
-    );
-  }
-  if (docs.length > 1) throw new UserError(`${source}: ${docs.length} cards found; choose one with --name`);
-  const doc = docs[0]!;
+  const doc = oneCardDocument(text, source, opts.name);
   const file = input === '-' ? undefined : input;
   if (doc.type === 'card') {
     if (opts.audience !== undefined)
