@@ -18,8 +18,13 @@
  * then the time from a spec change to the new card in the ConfigMap, one card at a time.
  * Results go to the `## Controller scale` section of docs/BENCHMARKS.md, with docs/scale.svg.
  *
+ * With `--before <checkout>` (a checkout of an earlier commit, with its node_modules) the bench
+ * compares two builds instead: per size and run, each build's operator reconciles its own n
+ * AgentCards, the order of the builds alternating from run to run, and the results go to the
+ * `## Controller scale, before and after` section (no floor, no probes phase).
+ *
  * Run: `node bench/scale.bench.ts [--cards 1000,3000,10000] [--runs 1] [--steady-seconds 300]
- * [--spec-changes 50] [--no-probes]` (Node.js 24, e.g. through npx).
+ * [--spec-changes 50] [--no-probes] [--before <checkout>]` (Node.js 24, e.g. through npx).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,7 +41,7 @@ import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   ApiextensionsV1Api,
   CoreV1Api,
@@ -50,7 +55,6 @@ import {
   type KubernetesListObject,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { CRD_FILE } from '../operator/card/crd.ts';
 import { generateSigningJwk } from '../operator/card/keygen.ts';
 import { GROUP, PLURAL, VERSION } from '../operator/api/names.ts';
 import { stagePackage } from '../build/bundle.ts';
@@ -75,6 +79,7 @@ const { values } = parseArgs({
     probes: { type: 'boolean', default: true },
     peer: { type: 'string' },
     'heap-snapshot': { type: 'string' },
+    before: { type: 'string' },
   },
   allowNegative: true,
 });
@@ -260,8 +265,15 @@ async function watchReady(kc: KubeConfig, namespace: string, n: number) {
  */
 const work = mkdtempSync(join(tmpdir(), 'agentcard-bench-scale-'));
 let app = '';
+/** The earlier build's package, with `--before`. */
+let appBefore = '';
 async function buildProduction(): Promise<void> {
   app = await stagePackage(join(work, 'app'), { 'scale-floor': 'bench/scale-floor.ts' });
+  if (!values.before) return;
+  const earlier = (await import(pathToFileURL(join(resolve(values.before), 'build', 'bundle.ts')).href)) as {
+    stagePackage: (dir: string) => Promise<string>;
+  };
+  appBefore = await earlier.stagePackage(join(work, 'before'));
 }
 
 interface OperatorRun {
@@ -275,12 +287,17 @@ interface OperatorRun {
 }
 
 /** Starts a real `agentcard operator` process watching `namespace`. */
-async function startOperator(namespace: string, probes: boolean, snapshotDir?: string): Promise<OperatorRun> {
+async function startOperator(
+  namespace: string,
+  probes: boolean,
+  snapshotDir?: string,
+  build = app,
+): Promise<OperatorRun> {
   const started = performance.now();
   const child = spawn(
     process.execPath,
     [
-      join(app, 'bin', 'agentcard.js'),
+      join(build, 'bin', 'agentcard.js'),
       'operator',
       ...['--kubeconfig', kubeconfigFile, '--namespace', namespace, '--no-leader-elect'],
       ...(probes ? ['--probe-allow-cidr', '127.0.0.0/8'] : ['--no-probes']),
@@ -361,9 +378,9 @@ async function stopOperator(run: OperatorRun): Promise<void> {
 }
 
 /** The operator from its start until every one of the `n` AgentCards is Ready. */
-async function runOperator(kc: KubeConfig, namespace: string, n: number) {
+async function runOperator(kc: KubeConfig, namespace: string, n: number, build = app) {
   const watcher = await watchReady(kc, namespace, n);
-  const op = await startOperator(namespace, false);
+  const op = await startOperator(namespace, false, undefined, build);
   const timeout = setTimeout(() => op.child.kill('SIGKILL'), 30 * 60_000);
   await Promise.race([
     watcher.all,
@@ -462,6 +479,101 @@ async function oneRun(kc: KubeConfig, n: number, run: number, namespaces: string
     `${n} cards, run ${run}: floor, the same writes in ${floorSeconds.toFixed(1)} s (ratio ${(op.seconds / floorSeconds).toFixed(2)}x)`,
   );
   return { cards: n, op, floorSeconds, perCard, namespace: nsOperator };
+}
+
+type OperatorResult = Awaited<ReturnType<typeof runOperator>>;
+
+interface ComparisonRun {
+  cards: number;
+  /** Which build ran first in this run. */
+  first: 'before' | 'after';
+  before: OperatorResult & { writesPerCard: number };
+  after: OperatorResult & { writesPerCard: number };
+}
+
+/**
+ * One run of `--before`: each build's operator on n AgentCards of its own namespace, one after
+ * the other, in the order given (alternated by the caller so that neither build always runs on
+ * the fuller API server).
+ */
+async function comparisonRun(
+  kc: KubeConfig,
+  n: number,
+  run: number,
+  namespaces: string[],
+): Promise<ComparisonRun> {
+  const first = run % 2 === 1 ? 'after' : 'before';
+  const order = first === 'after' ? (['after', 'before'] as const) : (['before', 'after'] as const);
+  const results: Partial<Record<'before' | 'after', ComparisonRun['after']>> = {};
+  for (const label of order) {
+    const namespace = `bench-${label}-${randomBytes(3).toString('hex')}`;
+    namespaces.push(namespace);
+    log(`${n} cards, run ${run}, ${label}: creating ${n} AgentCards in ${namespace}`);
+    await prepareNamespace(kc, namespace, n);
+    const writes0 = await writeCounters(kc);
+    const op = await runOperator(kc, namespace, n, label === 'after' ? app : appBefore);
+    const writes1 = await writeCounters(kc);
+    const writesPerCard = (writes1.configmaps! - writes0.configmaps! + writes1.status! - writes0.status!) / n;
+    log(
+      `${n} cards, run ${run}, ${label}: all Ready in ${op.seconds.toFixed(1)} s, peak RSS ${op.peakMiB.toFixed(0)} MiB, ` +
+        `RSS at sync ${op.rssAtSyncMiB.toFixed(0)} MiB, CPU ${op.cpuSeconds.toFixed(1)} s, writes per card ${writesPerCard.toFixed(2)}`,
+    );
+    results[label] = { ...op, writesPerCard };
+  }
+  return { cards: n, first, before: results.before!, after: results.after! };
+}
+
+function reportComparison(bySize: ComparisonRun[][]): void {
+  const rows: (string | number)[][] = [];
+  for (const runs of bySize) {
+    const m = (get: (r: ComparisonRun) => number) => median(runs.map(get));
+    const pair = (
+      label: string,
+      unit: string,
+      digits: number,
+      get: (o: OperatorResult & { writesPerCard: number }) => number,
+    ) => {
+      const before = m((r) => get(r.before));
+      const after = m((r) => get(r.after));
+      rows.push([
+        runs[0]!.cards,
+        label,
+        `${before.toFixed(digits)}${unit}`,
+        `${after.toFixed(digits)}${unit}`,
+        `${(after / before).toFixed(2)}x`,
+      ]);
+    };
+    pair('time to all Ready', ' s', 1, (o) => o.seconds);
+    pair('caches synced', ' s', 1, (o) => o.startupSeconds);
+    pair('peak RSS', ' MiB', 0, (o) => o.peakMiB);
+    pair('RSS when caches synced', ' MiB', 0, (o) => o.rssAtSyncMiB);
+    pair('heap in use when all Ready', ' MiB', 0, (o) => o.heapMiB);
+    pair('operator CPU to all Ready', ' s', 1, (o) => o.cpuSeconds);
+    pair('API writes per card (ConfigMap + status)', '', 2, (o) => o.writesPerCard);
+  }
+  const every = bySize.flatMap((runs) =>
+    runs.map(
+      (r, i) =>
+        `run ${i + 1} at ${r.cards} (${r.first} first): before ${r.before.seconds.toFixed(1)} s / ${r.before.peakMiB.toFixed(0)} MiB, ` +
+        `after ${r.after.seconds.toFixed(1)} s / ${r.after.peakMiB.toFixed(0)} MiB`,
+    ),
+  );
+  writeSection(
+    'controller-scale-before-after',
+    'Controller scale, before and after',
+    [
+      `\`node bench/scale.bench.ts --cards ${SIZES.join(',')} --runs ${RUNS} --no-probes --before <checkout>\`: ` +
+        `two builds of the operator, each a real \`agentcard operator\` process with its defaults (every ` +
+        'controller on: AgentCards, catalogs, adoption, certificates; `--no-probes`, no leader election) reconciling ' +
+        `its own AgentCards (3 interfaces each, signed) from its start until a watch has seen every one Ready; the ` +
+        'builds take turns within each run, their order alternating from run to run. Medians of the runs; the ' +
+        'ratio is after / before.',
+      '',
+      table(['AgentCards', 'measure', 'before', 'after', 'ratio'], rows),
+      '',
+      `Every run: ${every.join('; ')}.`,
+    ].join('\n'),
+  );
 }
 
 /** Resolves once process `pid` no longer holds `file` open (its /proc/PID/fd links). */
@@ -667,22 +779,42 @@ async function main(): Promise<void> {
   try {
     await buildProduction();
     if (values.probes) peers = await startPeers(children);
+    // Every CRD of crds/ (the catalog kinds too, so that every controller has its kinds to watch);
     // loadAllYaml gives client-node's typed model, which keeps the CRD's CEL rules and enums.
-    const [crd] = loadAllYaml(readFileSync(join(root, CRD_FILE), 'utf8')) as KubernetesObject[];
-    await KubernetesObjectApi.makeApiClient(kc).patch(
-      crd!,
-      undefined,
-      undefined,
-      'agentcard-tests',
-      true,
-      PatchStrategy.ServerSideApply,
-    );
-    for (;;) {
-      const got = await kc
-        .makeApiClient(ApiextensionsV1Api)
-        .readCustomResourceDefinition({ name: `${PLURAL}.${GROUP}` });
-      if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      await sleep(200);
+    const crdNames: string[] = [];
+    for (const file of readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml'))) {
+      for (const crd of loadAllYaml(readFileSync(join(root, 'crds', file), 'utf8')) as KubernetesObject[]) {
+        await KubernetesObjectApi.makeApiClient(kc).patch(
+          crd,
+          undefined,
+          undefined,
+          'agentcard-tests',
+          true,
+          PatchStrategy.ServerSideApply,
+        );
+        crdNames.push(crd.metadata!.name!);
+      }
+    }
+    for (const name of crdNames) {
+      for (;;) {
+        const got = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name });
+        if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+        await sleep(200);
+      }
+    }
+    if (values.before) {
+      const compared: ComparisonRun[][] = [];
+      for (const n of SIZES) {
+        const runs: ComparisonRun[] = [];
+        for (let run = 1; run <= RUNS; run++) {
+          runs.push(await comparisonRun(kc, n, run, namespaces));
+          await deleteNamespaces(kc, namespaces.splice(0));
+        }
+        compared.push(runs);
+      }
+      reportComparison(compared);
+      log('results written to docs/BENCHMARKS.md');
+      return;
     }
     const bySize: RunResult[][] = [];
     let probes: ProbePhase | undefined;
