@@ -91,6 +91,12 @@ export const CATALOG_LABEL = 'agentcard.dev/catalog';
 export const CARD_URL_ANNOTATION = 'agentcard.dev/card-url';
 
 /**
+ * An AgentCard annotation that accepts one breaking change held by spec.changes.breaking Enforce:
+ * its value is the digest the Published condition names for that change (docs/changes.md).
+ */
+export const ACCEPT_BREAKING_ANNOTATION = 'agentcard.dev/accept-breaking-change';
+
+/**
  * The root ConfigMap of a catalog (`<name>-ai-catalog`; `<name>-cluster-ai-catalog` for a
  * ClusterAgentCatalog, published in the operator's namespace where an AgentCatalog of the same
  * name may live), or partition `part` of it (`...-p<N>`).

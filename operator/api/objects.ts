@@ -10,6 +10,7 @@ export interface AgentCardObject {
     generation?: number;
     resourceVersion?: string;
     deletionTimestamp?: unknown;
+    annotations?: Record<string, string>;
   };
   spec?: unknown;
   status?: unknown;

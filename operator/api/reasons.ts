@@ -53,7 +53,11 @@ export const CARD_SIGNED_REASONS = [
 ] as const;
 /** Published, for both kinds: the too-large reason names what does not fit. */
 const PUBLISH_OUTCOME_REASONS = ['Published', 'NotPublished', 'PublishFailed', 'PublishRejected'] as const;
-export const CARD_PUBLISHED_REASONS = [...PUBLISH_OUTCOME_REASONS, 'CardTooLarge'] as const;
+export const CARD_PUBLISHED_REASONS = [
+  ...PUBLISH_OUTCOME_REASONS,
+  'CardTooLarge',
+  'BreakingChangeHeld',
+] as const;
 /** TrustPolicyUnavailable: spec.trust cannot be used, so no card can be verified. */
 export const CATALOG_PUBLISHED_REASONS = [
   ...PUBLISH_OUTCOME_REASONS,

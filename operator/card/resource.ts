@@ -621,6 +621,18 @@ const RemoveSchema = z
     'JSON Pointers (RFC 6901) of fields removed from the source\'s card before spec.card is applied, e.g. "/provider/url" or "/skills/2". Only with source; a pointer that matches nothing is ignored.',
   );
 
+/** How the controller treats a change of the published card (docs/changes.md, "In the cluster"). */
+export const ChangesSchema = z
+  .strictObject({
+    breaking: z
+      .enum(['Audit', 'Enforce'])
+      .default('Audit')
+      .describe(
+        'A breaking change (docs/changes.md) without a new major card version: "Audit" (default) publishes it and records it in status.history; "Enforce" holds it (the last good card stays published, Published=False with reason BreakingChangeHeld) until the version gets a new major, or the annotation agentcard.dev/accept-breaking-change names the held change\'s digest.',
+      ),
+  })
+  .describe('What the controller does with a change of the published card.');
+
 /**
  * The spec as written in the resource: a written card (spec.card complete), or an adopted one
  * (spec.source, with spec.card an optional overlay). The controller resolves an adopted spec
@@ -635,6 +647,7 @@ export const AgentCardResourceSpecSchema = z
     serving: ServingSchema.optional(),
     probe: ProbeSchema.optional(),
     audiences: AudiencesSchema.optional(),
+    changes: ChangesSchema.optional(),
   })
   .superRefine((spec, ctx) => {
     if (spec.source) {
@@ -681,6 +694,7 @@ export const AgentCardSpecSchema = z
     serving: ServingSchema.optional(),
     probe: ProbeSchema.optional(),
     audiences: AudiencesSchema.optional(),
+    changes: ChangesSchema.optional(),
   })
   .superRefine((spec, ctx) => {
     // Cross-field checks (kept out of CEL: comparing URL lists is costly to estimate).
@@ -723,6 +737,10 @@ export const AgentCardSpecSchema = z
 
 // ---------------------------------------------------------------------------------------------
 // status
+
+/** status.history: how many published changes are kept, and how much of each version. */
+export const HISTORY_LIMIT = 10;
+export const HISTORY_VERSION_LENGTH = 128;
 
 const time = (what: string) => z.iso.datetime({ offset: true }).describe(`${what} (RFC 3339).`);
 
@@ -912,6 +930,33 @@ export const AgentCardStatusSchema = z
       })
       .describe('Pods serving the card.')
       .optional(),
+    history: z
+      .array(
+        z
+          .strictObject({
+            version: z
+              .string()
+              .max(HISTORY_VERSION_LENGTH)
+              .describe(`The card's version (its first ${HISTORY_VERSION_LENGTH} characters).`),
+            digest: z
+              .string()
+              .regex(/^sha256:[0-9a-f]{64}$/)
+              .describe('"sha256:<hex>" of the published agent-card.json bytes (as status.card.digest).'),
+            time: time('When it was published'),
+            class: z
+              .enum(['breaking', 'compatible', 'descriptive'])
+              .describe(
+                'The most severe class of its changes against the card published before (docs/changes.md); absent when there was no earlier card to compare with (the first publish, or the ConfigMap was gone).',
+              )
+              .optional(),
+          })
+          .describe('One published change of the card.'),
+      )
+      .max(HISTORY_LIMIT)
+      .describe(
+        `The last ${HISTORY_LIMIT} published changes of the card, newest first. A card signed again without a change of content adds none.`,
+      )
+      .optional(),
   })
   .describe('The observed state of the AgentCard.');
 
@@ -934,6 +979,8 @@ export type SourceStatus = NonNullable<AgentCardStatus['source']>;
 export type SpecCardOverlay = z.infer<typeof SpecCardOverlaySchema>;
 export type Audience = z.infer<typeof AudienceSchema>;
 export type AudienceStatus = NonNullable<AgentCardStatus['audiences']>[number];
+export type HistoryEntry = NonNullable<AgentCardStatus['history']>[number];
+export type Changes = z.infer<typeof ChangesSchema>;
 export type SpecCard = z.infer<typeof SpecCardSchema>;
 export type SigningKeyRef = z.infer<typeof SigningKeyRefSchema>;
 export type CardSigningKeyRef = z.infer<typeof CardSigningKeyRefSchema>;

@@ -15,6 +15,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { RuntimeMetrics } from '../runtime/metrics.ts';
 import { ScrapeTimeGauge, type Sample } from '../metrics/scrape-time.ts';
+import { CHANGE_CLASSES } from '../change/rules.ts';
 
 /** The `controller` label of each controller's work queue and reconcile metrics. */
 export const CONTROLLER_NAMES = {
@@ -62,6 +63,8 @@ export class ControllerMetrics {
   readonly condition: Gauge<'namespace' | 'name' | 'type' | 'status' | 'reason'>;
   readonly podsMissingSidecar: Gauge<'namespace' | 'name'>;
   readonly certificateExpiration: Gauge<'namespace' | 'name' | 'kid'>;
+  /** Published changes of cards by class (docs/changes.md, "In the cluster"). */
+  readonly cardChanges: Counter<'class'>;
   /** workqueue_* and controller_runtime_reconcile_* of every controller. */
   readonly runtime: RuntimeMetrics;
   /** By namespace/name, in the order the cards were first seen. */
@@ -143,6 +146,13 @@ export class ControllerMetrics {
       },
       () => this.certificateSamples(),
     );
+    this.cardChanges = new Counter({
+      name: 'agentcard_card_changes_total',
+      help: 'Published changes of AgentCards by class (breaking, compatible, descriptive).',
+      labelNames: ['class'],
+      registers: [registry],
+    });
+    for (const c of CHANGE_CLASSES) this.cardChanges.inc({ class: c }, 0);
   }
 
   /** Records the card's current state; its series change at the next scrape. */

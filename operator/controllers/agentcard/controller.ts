@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import type { V1ConfigMap, V1Secret, KubernetesObject } from '@kubernetes/client-node';
 import {
+  ACCEPT_BREAKING_ANNOTATION,
   API_VERSION,
   CARD_LABEL,
   configMapName,
@@ -243,6 +244,9 @@ export class Controller {
       !old ||
       (old.metadata.generation ?? 0) !== (obj.metadata.generation ?? 0) ||
       !!obj.metadata.deletionTimestamp ||
+      // Accepting a held breaking change is an annotation: it does not move the generation.
+      old.metadata.annotations?.[ACCEPT_BREAKING_ANNOTATION] !==
+        obj.metadata.annotations?.[ACCEPT_BREAKING_ANNOTATION] ||
       this.statusEditedByOthers(key, obj);
     return changed ? [key] : [];
   }
@@ -458,6 +462,7 @@ export class Controller {
     }
     const regarding = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: resource.metadata.uid };
     for (const event of plan.events) this.opts.events.record(regarding, event);
+    if (plan.change?.class) this.opts.metrics.cardChanges.inc({ class: plan.change.class });
     this.opts.metrics.setCard(namespace, name, {
       ready: plan.ready,
       version: plan.status.card?.version,

@@ -43,6 +43,8 @@ import type { Condition, ConditionStatus } from '../../runtime/condition-types.t
 import type { SourceOutcome } from '../../source/tracker.ts';
 import { loadSigningKeys, signatureStatus, type IssuedKey, type SecretView } from '../../signing/keys.ts';
 import type { AgentCardObject } from '../../api/objects.ts';
+import { ACCEPT_BREAKING_ANNOTATION } from '../../api/names.ts';
+import { appendHistory, changeEvent, decideChange, type PublishedChange } from './changes.ts';
 
 /** Omit over each member of a union (a typed condition keeps its type/reason pairing). */
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -90,6 +92,8 @@ export interface Plan {
   signingNote?: string;
   /** Reconcile again after this long: the next certificate expiry warning or expiry is due. */
   requeueAfterMs?: number;
+  /** The change this plan records in status.history (changes.ts), for the metric. */
+  change?: PublishedChange;
 }
 
 const MAX_LISTED_PROBLEMS = 3;
@@ -245,6 +249,8 @@ export interface CardArtifacts {
   card: CardStatus;
   signatures: NonNullable<ControllerStatus['signatures']>;
   audiences: AudienceStatus[];
+  /** The change of the card against the one published before (changes.ts); none: not a change. */
+  change?: PublishedChange;
 }
 
 /**
@@ -424,12 +430,42 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       ],
     });
   }
+  // The change against the card served now: classified, and held when spec.changes says so.
+  const change = decideChange({
+    name,
+    namespace,
+    recordedDigest: ownedStatus(resource.status).card?.digest,
+    liveCard: input.liveConfigMap?.metadata?.deletionTimestamp
+      ? undefined
+      : input.liveConfigMap?.data?.[DATA_KEYS.card],
+    nextCard: files.card,
+    policy: spec.changes?.breaking,
+    accept: resource.metadata.annotations?.[ACCEPT_BREAKING_ANNOTATION],
+  });
+  if (change.action === 'hold') {
+    return decision({
+      spec,
+      signingNote: signedVariants.note,
+      ...certificates,
+      conditions: [
+        accepted,
+        ...keyConditions,
+        at({
+          type: 'Published',
+          status: 'False',
+          reason: 'BreakingChangeHeld',
+          message: `${change.message}; ${served}`,
+        }),
+      ],
+    });
+  }
   return decision({
     spec,
     signingNote: signedVariants.note,
     ...certificates,
     conditions: [accepted, ...keyConditions],
     artifacts: {
+      ...(change.action === 'publish' ? { change: change.change } : {}),
       configMapName: cmName,
       write: configMapUpToDate(input.liveConfigMap, desired) ? undefined : desired,
       card: {
@@ -524,6 +560,9 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
   const card = published ? published.card : previous.card;
   const signatures = published ? published.signatures : previous.signatures;
   const audiences = published ? published.audiences : previous.audiences;
+  const history = published?.change
+    ? appendHistory(previous.history, published.change, now)
+    : previous.history;
 
   const verdict = ctx.verdict;
   next.push({ type: 'InterfacesReachable', ...verdict.condition });
@@ -549,6 +588,7 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
       : {}),
     ...(ctx.serving ? { serving: ctx.serving } : {}),
     ...(sourceStatus ? { source: sourceStatus } : {}),
+    ...(history && history.length > 0 ? { history } : {}),
   };
   const ready = getCondition(conditions, 'Ready')!.status;
   return {
@@ -564,10 +604,12 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
       }),
       ...servingEvents(previous.serving, ctx.serving),
       ...sourceEvents(getCondition(prevConditions, 'SourceAvailable'), source),
+      ...(published?.change ? [changeEvent(published.change)].filter((e) => e !== undefined) : []),
     ],
     ready,
     signingNote: decision.signingNote,
     ...(decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {}),
+    ...(published?.change ? { change: published.change } : {}),
   };
 }
 

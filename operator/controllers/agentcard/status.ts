@@ -17,6 +17,7 @@ export const OWNED_STATUS_FIELDS = [
   'audiences',
   'serving',
   'source',
+  'history',
 ] as const;
 
 /** The controller-owned part of AgentCard.status (the schema's fields, conditions always with observedGeneration). */
