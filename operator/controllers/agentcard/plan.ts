@@ -245,6 +245,8 @@ export interface CardArtifacts {
   card: CardStatus;
   signatures: NonNullable<ControllerStatus['signatures']>;
   audiences: AudienceStatus[];
+  /** The published jwks.json: the card's own keys, for the served-card check (served.ts). */
+  jwks: string;
 }
 
 /**
@@ -440,6 +442,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       },
       signatures: keys.map(signatureStatus),
       audiences: audienceStatus(others, wanted),
+      jwks: files.jwks,
     },
   });
 }
