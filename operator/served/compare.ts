@@ -59,6 +59,19 @@ const hasSignatures = (card: Record<string, unknown>): boolean =>
 export const canonicalDigest = (value: unknown): string =>
   `sha256:${createHash('sha256').update(canonicalJson(value)).digest('hex')}`;
 
+/** Longest path shown: the member names come from whoever served the card. */
+const MAX_PATH_LENGTH = 200;
+
+/**
+ * A path made safe for a condition message and a terminal: one line, no control characters,
+ * bounded (a hostile server chooses the member names).
+ */
+function printable(path: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
+  const clean = path.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
+  return clean.length > MAX_PATH_LENGTH ? `${clean.slice(0, MAX_PATH_LENGTH - 3)}...` : clean;
+}
+
 /**
  * The paths where two JSON values differ (pure): a member only one side has, an array item only
  * one side has, or a different scalar. Object key order does not matter; array order does.
@@ -73,7 +86,7 @@ export function jsonDifferences(
   let total = 0;
   const note = (at: PathSegment[]) => {
     total++;
-    if (paths.length < limit) paths.push(formatPath(at) || '(the whole document)');
+    if (paths.length < limit) paths.push(printable(formatPath(at)) || '(the whole document)');
   };
   const walk = (a: unknown, b: unknown, at: PathSegment[]): void => {
     if (Array.isArray(a) && Array.isArray(b)) {

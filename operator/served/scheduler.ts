@@ -13,6 +13,7 @@ import type { OwnerCheck } from '../probe/ownership.ts';
 import { roundDelayMs } from '../probe/scheduler.ts';
 import { checkServedCard, type ServedFetchOptions } from './check.ts';
 import type { HostVerdict } from './condition.ts';
+import type { ServedComparison } from './compare.ts';
 import type { ServedTarget } from './targets.ts';
 
 export interface ServedConfig {
@@ -119,6 +120,15 @@ export class ServedScheduler {
               timeoutMs: config.timeoutMs,
               signal: abort.signal,
             },
+          ).catch(
+            // Not a failed fetch (those are verdicts) but a fault of the check itself: reported
+            // for the host, and the schedule goes on.
+            (err: unknown): ServedComparison => ({
+              verdict: 'Unreachable',
+              paths: [],
+              differences: 0,
+              detail: `the check failed: ${describeError(err)}`,
+            }),
           ),
         );
         verdicts.push({ audience: target.audience, host: target.host, comparison });

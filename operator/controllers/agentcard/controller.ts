@@ -498,8 +498,9 @@ export class Controller {
       signatures: plan.status.signatures,
     });
     if (plan.spec) this.probes.track(key, plan.spec, secrets);
-    if (plan.spec && result.result === 'Published')
-      this.served.track(key, plan.spec, decision.artifacts?.jwks);
+    // The keys of what was published: a decision without artifacts (keys unusable) keeps the last.
+    if (plan.spec && decision.artifacts && result.result === 'Published')
+      this.served.track(key, plan.spec, decision.artifacts.jwks);
     if (publishError) throw publishError;
     // The next fetch of the source, or a signing certificate's expiry warning or expiry, whichever
     // comes first (the queue keeps one delayed add per key).

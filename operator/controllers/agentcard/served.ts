@@ -24,7 +24,6 @@ import {
   disabledDelivered,
   pendingDelivered,
   type DeliveredCondition,
-  type HostVerdict,
 } from '../../served/condition.ts';
 import { ServedMetrics } from '../../served/metrics.ts';
 import { ServedScheduler } from '../../served/scheduler.ts';
@@ -44,7 +43,7 @@ export interface ServedHooks {
     live: ControllerStatus,
   ): DeliveredCondition | undefined;
   /** After each reconcile of an accepted spec: check these hosts against these keys (jwks.json). */
-  track(key: string, spec: AgentCardSpec, jwks: string | undefined): void;
+  track(key: string, spec: AgentCardSpec, jwks: string): void;
   forget(key: string): void;
   stop(): Promise<void>;
 }
@@ -103,8 +102,6 @@ export function servedWiring(opts: ServedWiringOptions): ServedHooks {
     const [namespace, name] = splitKey(key);
     return { namespace, name };
   };
-  const conditionOf = (key: string, verdicts: HostVerdict[], spec: AgentCardSpec, generation: number) =>
-    deliveredCondition(verdicts, servedTargets(spec).skipped, generation);
   const specs = new Map<string, AgentCardSpec>();
   const scheduler = new ServedScheduler({
     fetch: {
@@ -123,7 +120,7 @@ export function servedWiring(opts: ServedWiringOptions): ServedHooks {
         verdicts.map((v) => ({ audience: v.audience, host: v.host, verdict: v.comparison.verdict })),
       );
       const live = opts.liveStatus(key);
-      const condition = conditionOf(key, verdicts, spec, live?.generation ?? 0);
+      const condition = deliveredCondition(verdicts, servedTargets(spec).skipped, live?.generation ?? 0);
       latest.set(key, { urls: urlsOf(spec), condition });
       // Only a verdict that changes the condition is worth a reconcile (and then a status write).
       if (live && !sameCondition(liveDelivered(live.status), condition)) opts.requeue(key);
@@ -155,8 +152,7 @@ export function servedWiring(opts: ServedWiringOptions): ServedHooks {
         forget(key);
         return;
       }
-      let keys: JWKS = { keys: [] };
-      if (jwks !== undefined) keys = JSON.parse(jwks) as JWKS;
+      const keys = JSON.parse(jwks) as JWKS;
       specs.set(key, spec);
       scheduler.upsert(key, {
         targets,
