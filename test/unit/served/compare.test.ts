@@ -142,3 +142,13 @@ describe('jsonDifferences', () => {
     expect(jsonDifferences({ a: {}, b: '1' }, { a: [], b: 1 }).paths).toEqual(['a', 'b']);
   });
 });
+
+describe('paths from a hostile server', () => {
+  it('are one bounded line without control characters', async () => {
+    const text = edited((c) => (c[`evil\nline\u0085${'x'.repeat(500)}`] = 1));
+    const result = await compareServed(published, keys, served(text));
+    expect(result.paths).toHaveLength(1);
+    expect(result.paths[0]!.length).toBe(200);
+    expect(result.paths[0]).not.toMatch(/[\n\u0085]/);
+  });
+});
