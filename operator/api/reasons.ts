@@ -105,6 +105,21 @@ export const SOURCE_AVAILABLE_REASONS = [
 /** Ready's own reasons; otherwise Ready copies the reason of the condition that blocks it. */
 /** Serving (centrally served AgentCards only): whether another card claims one of its hosts. */
 export const SERVING_REASONS = ['HostsUnique', 'HostConflict'] as const;
+/**
+ * Delivered (AgentCards whose audiences set verifyServed): what a client receives from the public
+ * hosts, the served-card check's verdicts (operator/served/compare.ts), the worst host's first;
+ * or the check not run yet, off, or with no host it can ask.
+ */
+export const DELIVERED_REASONS = [
+  'ServedAsSigned',
+  'ServedAsPublished',
+  'Rewritten',
+  'SignatureBroken',
+  'Unreachable',
+  'CheckPending',
+  'ChecksDisabled',
+  'NothingToCheck',
+] as const;
 export const READY_REASONS = ['Ready', 'Reconciling'] as const;
 
 export type AcceptedReason = (typeof ACCEPTED_REASONS)[number];
@@ -114,6 +129,7 @@ export type SourceAvailableReason = (typeof SOURCE_AVAILABLE_REASONS)[number];
 export type SignedReason = (typeof SIGNED_REASONS)[number];
 export type CardSignedReason = (typeof CARD_SIGNED_REASONS)[number];
 export type ServingReason = (typeof SERVING_REASONS)[number];
+export type DeliveredReason = (typeof DELIVERED_REASONS)[number];
 export type CardPublishedReason = (typeof CARD_PUBLISHED_REASONS)[number];
 export type CatalogPublishedReason = (typeof CATALOG_PUBLISHED_REASONS)[number];
 export type InterfacesReason =
@@ -132,6 +148,7 @@ export interface CardReasons {
   CertificatesValid: CertificatesValidReason;
   SourceAvailable: SourceAvailableReason;
   Serving: ServingReason;
+  Delivered: DeliveredReason;
   /** Ready waits for Accepted, Signed, Published and InterfacesReachable only (conditions.ts). */
   Ready:
     | (typeof READY_REASONS)[number]
@@ -164,6 +181,7 @@ export const CARD_REASONS_BY_TYPE = {
   CertificatesValid: CERTIFICATES_VALID_REASONS,
   SourceAvailable: SOURCE_AVAILABLE_REASONS,
   Serving: SERVING_REASONS,
+  Delivered: DELIVERED_REASONS,
   Ready: READY_REASONS,
 } as const;
 

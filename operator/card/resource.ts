@@ -365,6 +365,12 @@ export const AudienceSchema = z
       .describe(
         'Whether the interfaces of this audience are probed from the operator (default Enabled). Public hosts are often unreachable from inside the cluster (no hairpin NAT): Disabled shows the audience as not probed, and it does not block Ready.',
       ),
+    verifyServed: z
+      .boolean()
+      .optional()
+      .describe(
+        "Whether the operator fetches this audience's card from each of its exact hosts (https://<host>/.well-known/agent-card.json, or baseURL's origin when baseURL names the host) as a client would, on the probe interval, and reports in the Delivered condition whether it is the card it signed (default false). The fetch follows the probes' address policy: no redirects, size and time limits.",
+      ),
   })
   .superRefine((a, ctx) => {
     if (a.baseURL !== undefined && a.supportedInterfaces !== undefined) {
@@ -752,6 +758,7 @@ export const CONDITION_TYPES = [
   'CertificatesValid',
   'SourceAvailable',
   'Serving',
+  'Delivered',
   'Ready',
 ] as const;
 

@@ -36,6 +36,8 @@ import { ControllerMetrics } from '../controllers/metrics.ts';
 import { readCaBundle } from '../probe/ca-bundle.ts';
 import { NamespaceAddresses } from '../controllers/agentcard/namespace-addresses.ts';
 import { noProbes, probeWiring } from '../controllers/agentcard/probes.ts';
+import { noServedChecks, servedWiring } from '../controllers/agentcard/served.ts';
+import { createAddressPolicy } from '../probe/policy.ts';
 import { startWebhook } from '../webhook/server.ts';
 import { drainOnAbort } from '../webhook/drain.ts';
 import { sourceWiring } from '../source/wiring.ts';
@@ -216,6 +218,23 @@ export async function runOperator(
             ...card,
           })
         : noProbes(),
+    // The served-card check (spec.audiences[].verifyServed), under the probes' address policy and
+    // namespace rule; off with the probes (noServedChecks).
+    served: (card) =>
+      flags.probes
+        ? servedWiring({
+            policy: createAddressPolicy({
+              allowCidrs: flags.probeAllowCidrs,
+              denyCidrs: flags.probeDenyCidrs,
+              allowSetting: 'Helm value probes.allowCidrs, flag --probe-allow-cidr',
+            }),
+            ownerFor: (ns) => namespaceAddresses.ownerFor(ns),
+            ...(probeCa ? { ca: probeCa } : {}),
+            registry,
+            log,
+            ...card,
+          })
+        : noServedChecks(),
     // spec.source is fetched under the probes' address policy and namespace rule.
     source: sourceWiring({
       client,
@@ -283,7 +302,12 @@ export async function runOperator(
     cache.runnable(),
     // Lost leadership drops the Events still queued: another replica may lead already.
     { name: 'events', mode: 'leader', start: async () => {}, stop: () => events.flush(3_000), cancel() {} },
-    { name: 'probe-scheduler', mode: 'leader', start: async () => {}, stop: () => controller.probes.stop() },
+    {
+      name: 'probe-scheduler',
+      mode: 'leader',
+      start: async () => {},
+      stop: () => Promise.all([controller.probes.stop(), controller.served.stop()]).then(() => {}),
+    },
     ...controllers.flatMap((c) => c.runnables()),
   );
 

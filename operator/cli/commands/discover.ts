@@ -17,6 +17,7 @@ import { redactUrl } from '../../discover/plan.ts';
 import { parseDuration } from './probe.ts';
 import { identityPatterns, readTrustBundle, TRUST_FLAGS } from '../trust-flags.ts';
 import type { X509Certificate } from 'node:crypto';
+import { formatServed, parseOriginal, servedAgainstOriginal } from '../served-original.ts';
 
 const USAGE = `usage: agentcard discover URL [URL ...] [options]
 
@@ -34,6 +35,12 @@ trust:
                          identity below that path (repeatable)
   --trust-jku            also follow a signature's jku, when it is https on the document's own host
   --ca FILE              extra trusted CA certificates (PEM) for https
+
+what clients receive:
+  --signed-original FILE the signed card as published: compare what URL serves with it and
+                         verify it against --jwks (verdict ServedAsSigned, Rewritten with the
+                         JSON paths that differ, SignatureBroken or Unreachable); one URL, an
+                         origin or the card's URL; exit 0 only when served as signed
 
 what to list:
   --probe                prove each interface with a real A2A call (as agentcard probe does)
@@ -72,6 +79,7 @@ export async function run(argv: string[]): Promise<number> {
       'trust-jku': { type: 'boolean' },
       ...TRUST_FLAGS,
       ca: { type: 'string' },
+      'signed-original': { type: 'string' },
       probe: { type: 'boolean' },
       skill: { type: 'string', multiple: true },
       tag: { type: 'string', multiple: true },
@@ -141,6 +149,28 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (!ca.includes('-----BEGIN CERTIFICATE-----'))
       throw new UserError(`--ca ${flags.ca}: no PEM certificate in it`, 2);
+  }
+
+  if (flags['signed-original'] !== undefined) {
+    const file = flags['signed-original'];
+    if (urls.length !== 1) throw new UserError('--signed-original compares one URL with one card', 2);
+    if (!keys.length)
+      throw new UserError("--signed-original needs the card's own public keys as --jwks FILE", 2);
+    const original = await readInput(file, limits.maxBytes ?? DEFAULT_LIMITS.maxBytes);
+    parseOriginal(original, file);
+    const served = await servedAgainstOriginal({
+      url: urls[0]!,
+      original,
+      keys: { keys },
+      policy,
+      ...(ca ? { ca } : {}),
+      timeoutMs,
+      maxBytes: limits.maxBytes ?? DEFAULT_LIMITS.maxBytes,
+    });
+    process.stdout.write(
+      flags.output === 'json' ? JSON.stringify(served, null, 2) + '\n' : formatServed(served),
+    );
+    return served.ok ? 0 : 1;
   }
 
   const report = await discover({

@@ -63,6 +63,12 @@ import { cardStartupView } from './startup-priority.ts';
 import { DATA_KEYS } from '../../api/names.ts';
 import { CentralHosts } from '../../serving/central-hosts.ts';
 import { withServingCondition } from './serving-condition.ts';
+import {
+  noServedChecks,
+  withDeliveredCondition,
+  type ServedHooks,
+  type ServedWiringOptions,
+} from './served.ts';
 import { sortedJson } from '../../runtime/sorted-json.ts';
 import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import type { HandlerResult, Priority, WorkQueue } from '../../runtime/workqueue.ts';
@@ -118,6 +124,12 @@ export interface ControllerOptions {
   }) => ProbeHooks;
   /** Fetching the cards of spec.source (operator/source/); none: adopted cards are not fetched. */
   source?: Omit<SourceDeps, 'clock'>;
+  /** The served-card check (served.ts servedWiring); none: noServedChecks. */
+  served?: (card: {
+    liveStatus: ServedWiringOptions['liveStatus'];
+    publishedData: ServedWiringOptions['publishedData'];
+    requeue: (key: string) => void;
+  }) => ServedHooks;
   /** Time for the source's re-fetch schedule and the queue's delays (a manual clock in tests). */
   clock?: Clock;
 }
@@ -126,6 +138,8 @@ export class Controller {
   readonly queue: WorkQueue;
   /** The probes (probes.ts): the manager stops their scheduler after the reconciles. */
   readonly probes: ProbeHooks;
+  /** The served-card check (served.ts): the manager stops it with the probes. */
+  readonly served: ServedHooks;
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
   private readonly cards: SharedInformer<CachedAgentCard>;
@@ -171,6 +185,15 @@ export class Controller {
       liveStatus: (key) => this.liveStatus(key),
       requeue: (key) => this.requeue(key),
     });
+    this.served =
+      opts.served?.({
+        liveStatus: (key) => this.liveStatus(key),
+        publishedData: (key) => {
+          const [namespace, name] = splitKey(key);
+          return this.currentConfigMap(namespace, configMapName(name))?.data;
+        },
+        requeue: (key) => this.requeue(key),
+      }) ?? noServedChecks();
     const { cache } = opts;
     this.cards = cache.informer(AGENT_CARDS);
     this.configMaps = cache.informer(OWNED_CONFIGMAPS);
@@ -267,6 +290,7 @@ export class Controller {
     this.writer.forgetConfigMap(namespace, configMapName(name));
     this.opts.metrics.forgetCard(namespace, name);
     this.probes.forget(key);
+    this.served.forget(key);
     this.sources.forget(key);
     this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
   }
@@ -317,6 +341,7 @@ export class Controller {
     const resource = this.currentCard(namespace, name);
     if (!resource || resource.metadata.deletionTimestamp) {
       this.probes.forget(key);
+      this.served.forget(key);
       this.sources.forget(key);
       return;
     }
@@ -433,6 +458,12 @@ export class Controller {
       this.centralHosts.servingOf(key),
       now,
     );
+    plan = withDeliveredCondition(
+      plan,
+      { status: resource.status },
+      this.served.condition(key, plan.spec, generation, ownedStatus(resource.status)),
+      now,
+    );
 
     // Recorded before the write, so that its watch echo (which may beat the response) matches.
     this.plannedStatus.set(key, statusDigest(plan.status));
@@ -472,6 +503,9 @@ export class Controller {
       signatures: plan.status.signatures,
     });
     if (plan.spec) this.probes.track(key, plan.spec, secrets);
+    // The keys of what was published: a decision without artifacts (keys unusable) keeps the last.
+    if (plan.spec && decision.artifacts && result.result === 'Published')
+      this.served.track(key, plan.spec, decision.artifacts.jwks);
     if (publishError) throw publishError;
     // The next fetch of the source, or a signing certificate's expiry warning or expiry, whichever
     // comes first (the queue keeps one delayed add per key).

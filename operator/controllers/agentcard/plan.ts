@@ -251,6 +251,8 @@ export interface CardArtifacts {
   audiences: AudienceStatus[];
   /** The change of the card against the one published before (changes.ts); none: not a change. */
   change?: PublishedChange;
+  /** The published jwks.json: the card's own keys, for the served-card check (served.ts). */
+  jwks: string;
 }
 
 /**
@@ -476,6 +478,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       },
       signatures: keys.map(signatureStatus),
       audiences: audienceStatus(others, wanted),
+      jwks: files.jwks,
     },
   });
 }

@@ -761,8 +761,10 @@ describe('monitoring (opt-in)', async () => {
         'SigningKeyMissing',
         'WebhookCertificateExpiring',
         'AgentCardPodsMissingSidecar',
+        'AgentCardNotServedAsSigned',
       ]),
     );
+    expect(alerts.AgentCardNotServedAsSigned!.expr).toContain('agentcard_served_card');
     expect(alerts.AgentInterfaceUnreachable!.for).toBe('10m');
     expect(alerts.AgentInterfaceUnreachable!.expr).toContain('agentcard_probe_success');
     expect(alerts.WebhookCertificateExpiring!.expr).toContain(`< ${7 * 86400}`);

@@ -1,0 +1,99 @@
+/**
+ * Real nginx reverse proxies in front of a card server, each on its own loopback address (so
+ * that each is a host of its own), for the served-card check: one passes the card through, one
+ * rewrites it with `sub_filter`, one strips its signatures by renaming the member.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface Proxy {
+  address: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * `filters`: pairs of (text, replacement) applied to every JSON body (nginx's sub_filter, with
+ * the upstream asked for an uncompressed body, which sub_filter needs). `extra`: more server
+ * blocks for the same process.
+ */
+export async function startNginxProxy(opts: {
+  address: string;
+  port: number;
+  upstream: number;
+  filters?: Array<[string, string]>;
+  extra?: string;
+}): Promise<Proxy> {
+  const tmp = await mkdtemp(join(tmpdir(), 'agentcard-served-proxy-'));
+  await chmod(tmp, 0o755);
+  const filters = (opts.filters ?? []).map(([from, to]) => `      sub_filter '${from}' '${to}';`).join('\n');
+  const conf = `worker_processes 1;
+pid ${tmp}/nginx.pid;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path ${tmp}/b; proxy_temp_path ${tmp}/p; fastcgi_temp_path ${tmp}/f;
+  uwsgi_temp_path ${tmp}/u; scgi_temp_path ${tmp}/s;
+  server {
+    listen ${opts.address}:${opts.port};
+    location / {
+      proxy_pass http://127.0.0.1:${opts.upstream};
+      proxy_http_version 1.1;
+      proxy_set_header Host $host;
+      proxy_set_header Accept-Encoding "";
+${filters}
+      sub_filter_once off;
+      sub_filter_types application/json;
+    }
+  }
+${opts.extra ?? ''}
+}
+`;
+  const file = join(tmp, 'nginx.conf');
+  await writeFile(file, conf);
+  const child = spawn('nginx', ['-c', file, '-e', 'stderr', '-g', 'daemon off;'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const deadline = Date.now() + 10_000;
+  while (!(await accepts(opts.address, opts.port))) {
+    if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}: ${stderr}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`nginx did not listen on ${opts.address}:${opts.port} within 10 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    address: opts.address,
+    port: opts.port,
+    async close() {
+      await stop(child);
+      await rm(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+function accepts(address: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, address);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(force);
+}
