@@ -285,17 +285,21 @@ describe('default values', async () => {
     }
   });
 
-  it('renders the three CRDs as templates (their metadata: crd-sync.test.ts)', () => {
+  it('renders the five CRDs as templates (their metadata: crd-sync.test.ts)', () => {
     expect(
       r
         .all('CustomResourceDefinition')
         .map((c) => c.metadata.name)
         .sort(),
-    ).toEqual([
-      'agentcards.agentcard.dev',
-      'agentcatalogs.agentcard.dev',
-      'clusteragentcatalogs.agentcard.dev',
-    ]);
+    ).toEqual(
+      [
+        'agentcards.agentcard.dev',
+        'agentcatalogs.agentcard.dev',
+        'clusteragentcatalogs.agentcard.dev',
+        'agentpolicies.agentcard.dev',
+        'clusteragentpolicies.agentcard.dev',
+      ].sort(),
+    );
   });
 });
 
