@@ -85,6 +85,12 @@ Signing certificates requested from cert-manager (spec.signing.keys[].issuerRef;
   --identity-template TEMPLATE      the certificate's URI SAN; {trustDomain}, {namespace},
                                     {serviceAccount}, {name} (the AgentCard); must hold {namespace}
                                     (default spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount})
+Policies (AgentPolicy, ClusterAgentPolicy; off by default):
+  --policies                        reconcile policies: validate them, generate and own a
+                                    ValidatingAdmissionPolicy and binding per policy, count the
+                                    cards each selects (needs to manage
+                                    validatingadmissionpolicies and their bindings; ClusterAgentPolicies
+                                    only when every namespace is watched)
 Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -187,6 +193,7 @@ export function parseOperatorFlags(
         'adopt-namespace': { type: 'string', multiple: true },
         'adopt-namespace-label': { type: 'string' },
         'cert-manager': { type: 'boolean' },
+        policies: { type: 'boolean' },
         'trust-domain': { type: 'string' },
         'identity-template': { type: 'string' },
         'webhook-port': { type: 'string' },
@@ -292,6 +299,7 @@ export function parseOperatorFlags(
     catalogNamespace: values['catalog-namespace'],
     adoption: adoptionPolicy(values['adopt-namespace'], values['adopt-namespace-label']),
     ...(values['cert-manager'] ? { issuer: identity } : {}),
+    policies: values.policies ?? false,
     webhook: {
       port: webhookPort,
       certMode,
