@@ -77,6 +77,8 @@ export interface OperatorConfig {
   issuer?: IdentityPolicy;
   /** Reconcile AgentPolicies and ClusterAgentPolicies (controllers/policy/); off by default. */
   policies?: boolean;
+  /** Reconcile ClusterAgentPolicies; undefined: when every namespace is watched. */
+  clusterPolicies?: boolean;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -262,6 +264,7 @@ export async function runOperator(
         runtime,
         events,
         metrics: new PolicyMetrics(registry),
+        clusterPolicies: flags.clusterPolicies,
         resyncMs: flags.resyncMs,
         onWrite: countWrites('policy'),
       })

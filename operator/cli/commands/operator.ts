@@ -86,11 +86,14 @@ Signing certificates requested from cert-manager (spec.signing.keys[].issuerRef;
                                     {serviceAccount}, {name} (the AgentCard); must hold {namespace}
                                     (default spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount})
 Policies (AgentPolicy, ClusterAgentPolicy; off by default):
-  --policies                        reconcile policies: validate them, generate and own a
-                                    ValidatingAdmissionPolicy and binding per policy, count the
-                                    cards each selects (needs to manage
-                                    validatingadmissionpolicies and their bindings; ClusterAgentPolicies
-                                    only when every namespace is watched)
+  --policies                        reconcile policies: check each whole, generate and own its
+                                    ValidatingAdmissionPolicy and binding, count the cards it
+                                    selects (needs to manage validatingadmissionpolicies and
+                                    validatingadmissionpolicybindings)
+  --cluster-policies / --no-cluster-policies
+                                    reconcile ClusterAgentPolicies too; their counts cover the
+                                    watched namespaces (default: on when every namespace is
+                                    watched; needs to list and watch Namespaces)
 Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -194,6 +197,7 @@ export function parseOperatorFlags(
         'adopt-namespace-label': { type: 'string' },
         'cert-manager': { type: 'boolean' },
         policies: { type: 'boolean' },
+        'cluster-policies': { type: 'boolean' },
         'trust-domain': { type: 'string' },
         'identity-template': { type: 'string' },
         'webhook-port': { type: 'string' },
@@ -300,6 +304,7 @@ export function parseOperatorFlags(
     adoption: adoptionPolicy(values['adopt-namespace'], values['adopt-namespace-label']),
     ...(values['cert-manager'] ? { issuer: identity } : {}),
     policies: values.policies ?? false,
+    clusterPolicies: values['cluster-policies'],
     webhook: {
       port: webhookPort,
       certMode,
