@@ -282,7 +282,7 @@ export class PolicyController {
 
   async reconcile(key: string, signal: AbortSignal): Promise<void> {
     const ref = parsePolicyKey(key);
-    if (!ref) return;
+    if (!ref || !this.owns(ref)) return;
     const log = this.log.child({ policy: key });
     const cached =
       ref.kind === POLICY_KIND
@@ -372,6 +372,18 @@ export class PolicyController {
           : {}),
       });
     }
+  }
+
+  /**
+   * Whether this operator reconciles the policy: an AgentPolicy of a watched namespace, a
+   * ClusterAgentPolicy when it reconciles those. The generated objects are cluster-scoped and
+   * cached whole, so another release's (another shard's namespaces) are seen too: never judged
+   * gone, never deleted, by this one.
+   */
+  private owns(ref: PolicyRefParts): boolean {
+    return ref.kind === POLICY_KIND
+      ? this.policies.watches(ref.namespace)
+      : this.clusterPolicies !== undefined;
   }
 
   /** The live generated objects of a policy key (from the caches, by the annotation). */
