@@ -239,6 +239,28 @@ describe('an AgentPolicy', () => {
     const generated = await admission.readValidatingAdmissionPolicy({ name: vap() });
     expect(generated.metadata?.ownerReferences).toBeUndefined();
 
+    // A hand edit is put back; the API server's defaults are not taken for one (no update loop).
+    const updates = () => op.logs.filter((l) => l.includes('generated admission object updated')).length;
+    const before = updates();
+    const edited = await kubectl([
+      'patch',
+      'validatingadmissionpolicybinding',
+      vap(),
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { validationActions: ['Deny'] } }),
+    ]);
+    expect(edited.code).toBe(0);
+    await waitFor(
+      'the edited binding to be put back',
+      async () =>
+        (await admission.readValidatingAdmissionPolicyBinding({ name: vap() })).spec
+          ?.validationActions?.[0] === 'Audit',
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(updates() - before).toBe(1);
+
     expect((await apply(policy('spiffe://example.org/ns/{team}/*'))).code).toBe(0);
     const invalid = await waitFor(
       'the policy to be refused again',
