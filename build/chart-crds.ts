@@ -14,12 +14,19 @@
  */
 import { CRD_FILE } from '../operator/card/crd.ts';
 import { CATALOG_CRD_FILE, CLUSTER_CATALOG_CRD_FILE } from '../operator/catalog/crd.ts';
+import { CLUSTER_POLICY_CRD_FILE, POLICY_CRD_FILE } from '../operator/policy/crd.ts';
 
 /** The chart folder holding the CRD templates. */
 export const CHART_CRD_DIR = 'helm/agentcard-operator/templates/crds';
 
 /** Each generated CRD file (crds/...) and the chart template made from it. */
-export const CHART_CRDS = [CRD_FILE, CATALOG_CRD_FILE, CLUSTER_CATALOG_CRD_FILE].map((file) => ({
+export const CHART_CRDS = [
+  CRD_FILE,
+  CATALOG_CRD_FILE,
+  CLUSTER_CATALOG_CRD_FILE,
+  POLICY_CRD_FILE,
+  CLUSTER_POLICY_CRD_FILE,
+].map((file) => ({
   file,
   template: `${CHART_CRD_DIR}/${file.slice(file.lastIndexOf('/') + 1)}`,
 }));

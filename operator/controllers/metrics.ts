@@ -23,6 +23,7 @@ export const CONTROLLER_NAMES = {
   catalogs: 'agentcatalog',
   adoption: 'adoption',
   issuer: 'issuer',
+  policy: 'agentpolicy',
 } as const;
 
 const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;

@@ -48,7 +48,11 @@ export class EventRecorder {
   private readonly backlog: number;
   private readonly clock: Clock;
   private readonly recent = new Map<string, number>();
-  private readonly pending: Array<{ regarding: EventInput['regarding']; event: RecordedEvent }> = [];
+  private readonly pending: Array<{
+    regarding: EventInput['regarding'];
+    event: RecordedEvent;
+    namespace: string;
+  }> = [];
   private inFlight = 0;
   private idleWaiters: Array<() => void> = [];
   /** Events dropped because the backlog was full. */
@@ -62,8 +66,15 @@ export class EventRecorder {
     this.clock = opts.clock ?? systemClock;
   }
 
-  /** Queues an event for `regarding`; returns at once. */
-  record(regarding: EventInput['regarding'], event: RecordedEvent): void {
+  /**
+   * Queues an event for `regarding`; returns at once. `namespace`: where the Event is written,
+   * by default the object's own; a cluster-scoped object's go to "default", as the API server's.
+   */
+  record(
+    regarding: EventInput['regarding'],
+    event: RecordedEvent,
+    namespace: string = regarding.namespace || 'default',
+  ): void {
     const key = `${regarding.uid}\u0000${event.type}\u0000${event.reason}\u0000${event.message}`;
     const now = this.clock.now();
     const last = this.recent.get(key);
@@ -71,7 +82,7 @@ export class EventRecorder {
     this.recent.delete(key);
     this.recent.set(key, now);
     if (this.recent.size > MAX_REMEMBERED) this.recent.delete(this.recent.keys().next().value as string);
-    this.pending.push({ regarding, event });
+    this.pending.push({ regarding, event, namespace });
     if (this.pending.length > this.backlog) {
       this.pending.shift();
       this.dropped += 1;
@@ -99,7 +110,7 @@ export class EventRecorder {
     while (this.inFlight < this.concurrency && this.pending.length > 0) {
       const next = this.pending.shift()!;
       this.inFlight += 1;
-      void this.send(next.regarding, next.event).finally(() => {
+      void this.send(next.regarding, next.event, next.namespace).finally(() => {
         this.inFlight -= 1;
         this.pump();
         if (this.inFlight === 0 && this.pending.length === 0) {
@@ -111,11 +122,15 @@ export class EventRecorder {
     }
   }
 
-  private async send(regarding: EventInput['regarding'], event: RecordedEvent): Promise<void> {
+  private async send(
+    regarding: EventInput['regarding'],
+    event: RecordedEvent,
+    namespace: string,
+  ): Promise<void> {
     try {
       this.opts.onWrite?.();
       await createEvent(this.opts.client, {
-        namespace: regarding.namespace,
+        namespace,
         regarding,
         type: event.type,
         reason: event.reason,

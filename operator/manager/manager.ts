@@ -29,6 +29,8 @@ import { AdoptionController } from '../controllers/adoption/controller.ts';
 import type { AdoptionPolicy } from '../controllers/adoption/plan.ts';
 import { IssuerController } from '../controllers/issuer/controller.ts';
 import type { IdentityPolicy } from '../controllers/issuer/plan.ts';
+import { PolicyController } from '../controllers/policy/controller.ts';
+import { PolicyMetrics } from '../controllers/policy/metrics.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -75,6 +77,10 @@ export interface OperatorConfig {
   adoption?: AdoptionPolicy;
   /** Signing certificates requested from cert-manager (issuer/): the identity policy; undefined: off. */
   issuer?: IdentityPolicy;
+  /** Reconcile AgentPolicies and ClusterAgentPolicies (controllers/policy/); off by default. */
+  policies?: boolean;
+  /** Reconcile ClusterAgentPolicies; undefined: when every namespace is watched. */
+  clusterPolicies?: boolean;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -268,7 +274,21 @@ export async function runOperator(
         onWrite: countWrites('adoption'),
       })
     : undefined;
-  const controllers = [controller, catalogs, adoption, issuer].filter((c) => c !== undefined);
+  // Off by default: an operator without the rights to write admission policies is unaffected.
+  const policies = flags.policies
+    ? new PolicyController({
+        client,
+        log,
+        cache,
+        runtime,
+        events,
+        metrics: new PolicyMetrics(registry),
+        clusterPolicies: flags.clusterPolicies,
+        resyncMs: flags.resyncMs,
+        onWrite: countWrites('policy'),
+      })
+    : undefined;
+  const controllers = [controller, catalogs, adoption, issuer, policies].filter((c) => c !== undefined);
 
   const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
   const elector = flags.leaderElect

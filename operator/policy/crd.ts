@@ -1,9 +1,9 @@
 /**
  * The AgentPolicy and ClusterAgentPolicy CustomResourceDefinitions, generated from the zod
  * schemas of resource.ts with the card CRD's structural conversion (../card/crd.ts), as the
- * catalogs' are. Not yet written to crds/ nor the chart: no controller acts on a policy yet, and a
- * CRD that does nothing would mislead users. Wiring them is adding POLICY_CRDS to build/gen-crd.ts
- * (and their chart templates to build/chart-crds.ts).
+ * catalogs' are; `npm run gen:crd` writes them to crds/ and the chart (build/chart-crds.ts). The
+ * policy controller (operator/controllers/policy/) acts on them when the operator runs with
+ * --policies.
  */
 import { stringify } from 'yaml';
 import { buildKindCrd, conditionPath } from '../card/crd.ts';

@@ -443,8 +443,7 @@ export const ClusterAgentPolicySpecSchema = z
   .describe('What the AgentCards of the namespaces the policy selects must be.');
 
 // ---------------------------------------------------------------------------------------------
-// status (written by the policy controller, which comes next; the shape is fixed here so that
-// the CRD is complete when it is installed)
+// status (written by the policy controller, operator/controllers/policy/)
 
 export const POLICY_CONDITION_TYPES = ['Accepted', 'Ready'] as const;
 
@@ -460,6 +459,13 @@ export const PolicyStatusSchema = z
     matched: z.int().min(0).describe('AgentCards the policy selects.').optional(),
     compliant: z.int().min(0).describe('Of those, AgentCards that pass every rule.').optional(),
     failing: z.int().min(0).describe('Of those, AgentCards that fail at least one rule.').optional(),
+    notEvaluated: z
+      .int()
+      .min(0)
+      .describe(
+        'Of those, AgentCards that fail no rule but that a rule could not judge yet (a fact their status does not hold yet, such as the signer or Ready).',
+      )
+      .optional(),
   })
   .describe('The observed state of the policy.');
 

@@ -236,6 +236,8 @@ describe('adopting a labelled workload on a real node', () => {
       'agentcards.agentcard.dev',
       'agentcatalogs.agentcard.dev',
       'clusteragentcatalogs.agentcard.dev',
+      'agentpolicies.agentcard.dev',
+      'clusteragentpolicies.agentcard.dev',
       '--ignore-not-found',
     ).catch(() => undefined);
   });

@@ -142,6 +142,8 @@ describe('docs/install.md on the node, as written', () => {
       'agentcards.agentcard.dev',
       'agentcatalogs.agentcard.dev',
       'clusteragentcatalogs.agentcard.dev',
+      'agentpolicies.agentcard.dev',
+      'clusteragentpolicies.agentcard.dev',
       '--ignore-not-found',
     );
     await quiet('delete', 'namespace', 'agentcard-system', '--ignore-not-found', '--timeout=120s');

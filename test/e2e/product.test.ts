@@ -347,6 +347,8 @@ describe('the product on a real node', () => {
       'agentcards.agentcard.dev',
       'agentcatalogs.agentcard.dev',
       'clusteragentcatalogs.agentcard.dev',
+      'agentpolicies.agentcard.dev',
+      'clusteragentpolicies.agentcard.dev',
       '--ignore-not-found',
     ).catch(() => undefined);
   });

@@ -15,7 +15,7 @@ import { ApiextensionsV1Api, AppsV1Api, type V1CustomResourceDefinition } from '
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
-import { Api, installCatalogCrds, sampleCard } from '../support/operator.ts';
+import { Api, installPolicyCrds, sampleCard } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
@@ -29,11 +29,15 @@ const CRD_FILES = [
   'agentcard.dev_agentcards.yaml',
   'agentcard.dev_agentcatalogs.yaml',
   'agentcard.dev_clusteragentcatalogs.yaml',
+  'agentcard.dev_agentpolicies.yaml',
+  'agentcard.dev_clusteragentpolicies.yaml',
 ];
 const CRD_NAMES = [
   'agentcards.agentcard.dev',
   'agentcatalogs.agentcard.dev',
   'clusteragentcatalogs.agentcard.dev',
+  'agentpolicies.agentcard.dev',
+  'clusteragentpolicies.agentcard.dev',
 ];
 
 let ns: TestNamespace;
@@ -94,7 +98,7 @@ function nextChart(): string {
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'agentcard-helm-crds-'));
-  await installCatalogCrds(kc);
+  await installPolicyCrds(kc);
   ns = await createTestNamespace('helm-crds');
   release = `cr-${ns.name.slice(-8)}`;
 });
@@ -102,7 +106,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (release) await helm(['uninstall', release, '--namespace', ns.name, '--wait']);
   // Leave the shared CRDs as generated, and owned by no release.
-  await installCatalogCrds(kc);
+  await installPolicyCrds(kc);
   for (const name of CRD_NAMES) {
     await kubectl(['annotate', 'crd', name, 'meta.helm.sh/release-name-', 'meta.helm.sh/release-namespace-']);
   }
@@ -138,7 +142,7 @@ describe('the CRDs across helm install, upgrade and uninstall', () => {
   });
 
   it('after the one-time adoption, helm upgrade --force-conflicts takes them over and upgrades them', async () => {
-    // The step docs/install.md gives, for the three CRDs.
+    // The step docs/install.md gives, for every CRD.
     for (const name of CRD_NAMES) {
       const annotated = await kubectl([
         'annotate',
@@ -206,7 +210,7 @@ describe('the CRDs across helm install, upgrade and uninstall', () => {
     expect(columns(await readCrd())).not.toContain('Generation');
   });
 
-  it('helm uninstall keeps the three CRDs and every AgentCard', async () => {
+  it('helm uninstall keeps every CRD and every AgentCard', async () => {
     await api.createCard(ns.name, 'kept', { card: sampleCard() });
     const result = await helm(['uninstall', release, '--namespace', ns.name, '--wait']);
     expect(result.code).toBe(0);

@@ -10,7 +10,16 @@ import { afterAll, beforeAll } from 'vitest';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { CRD_FILE } from '../../operator/card/crd.ts';
 import { CATALOG_CRDS } from '../../operator/catalog/crd.ts';
-import { CATALOG_PLURAL, CLUSTER_CATALOG_PLURAL, GROUP, PLURAL, VERSION } from '../../operator/api/names.ts';
+import { POLICY_CRDS } from '../../operator/policy/crd.ts';
+import {
+  CATALOG_PLURAL,
+  CLUSTER_CATALOG_PLURAL,
+  CLUSTER_POLICY_PLURAL,
+  GROUP,
+  PLURAL,
+  POLICY_PLURAL,
+  VERSION,
+} from '../../operator/api/names.ts';
 import { parseOperatorFlags } from '../../operator/cli/commands/operator.ts';
 import { runOperator } from '../../operator/manager/manager.ts';
 import { createLogger } from '../../operator/log.ts';
@@ -62,6 +71,14 @@ export async function installCatalogCrds(kc: KubeConfig): Promise<void> {
   for (const { file } of CATALOG_CRDS) await applyYaml(readFileSync(join(repoRoot, file), 'utf8'), { kc });
   await waitForCrdEstablished(`${CATALOG_PLURAL}.${GROUP}`, 30_000, kc);
   await waitForCrdEstablished(`${CLUSTER_CATALOG_PLURAL}.${GROUP}`, 30_000, kc);
+}
+
+/** Installs the AgentPolicy and ClusterAgentPolicy CRDs too (after the card and catalog CRDs). */
+export async function installPolicyCrds(kc: KubeConfig): Promise<void> {
+  await installCatalogCrds(kc);
+  for (const { file } of POLICY_CRDS) await applyYaml(readFileSync(join(repoRoot, file), 'utf8'), { kc });
+  await waitForCrdEstablished(`${POLICY_PLURAL}.${GROUP}`, 30_000, kc);
+  await waitForCrdEstablished(`${CLUSTER_POLICY_PLURAL}.${GROUP}`, 30_000, kc);
 }
 
 export { sampleCard } from './cards.ts';

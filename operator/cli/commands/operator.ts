@@ -85,6 +85,15 @@ Signing certificates requested from cert-manager (spec.signing.keys[].issuerRef;
   --identity-template TEMPLATE      the certificate's URI SAN; {trustDomain}, {namespace},
                                     {serviceAccount}, {name} (the AgentCard); must hold {namespace}
                                     (default spiffe://{trustDomain}/ns/{namespace}/sa/{serviceAccount})
+Policies (AgentPolicy, ClusterAgentPolicy; off by default):
+  --policies                        reconcile policies: check each whole, generate and own its
+                                    ValidatingAdmissionPolicy and binding, count the cards it
+                                    selects (needs to manage validatingadmissionpolicies and
+                                    validatingadmissionpolicybindings)
+  --cluster-policies / --no-cluster-policies
+                                    reconcile ClusterAgentPolicies too; their counts cover the
+                                    watched namespaces (default: on when every namespace is
+                                    watched; needs to list and watch Namespaces)
 Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -187,6 +196,8 @@ export function parseOperatorFlags(
         'adopt-namespace': { type: 'string', multiple: true },
         'adopt-namespace-label': { type: 'string' },
         'cert-manager': { type: 'boolean' },
+        policies: { type: 'boolean' },
+        'cluster-policies': { type: 'boolean' },
         'trust-domain': { type: 'string' },
         'identity-template': { type: 'string' },
         'webhook-port': { type: 'string' },
@@ -292,6 +303,8 @@ export function parseOperatorFlags(
     catalogNamespace: values['catalog-namespace'],
     adoption: adoptionPolicy(values['adopt-namespace'], values['adopt-namespace-label']),
     ...(values['cert-manager'] ? { issuer: identity } : {}),
+    policies: values.policies ?? false,
+    clusterPolicies: values['cluster-policies'],
     webhook: {
       port: webhookPort,
       certMode,

@@ -10,7 +10,8 @@
  * - every Secret's metadata (not in named mode), so that a referenced Secret that appears or
  *   changes re-queues its cards within seconds whoever created it and whatever its labels;
  * - Pods trimmed to what status.serving needs; Namespaces trimmed to their labels;
- * - the catalogs, the adoptable workloads and cert-manager's Certificates.
+ * - the catalogs, the adoptable workloads and cert-manager's Certificates;
+ * - the policies, and the ValidatingAdmissionPolicies and bindings generated from them (by label).
  */
 import type { KubernetesObject, V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
@@ -19,9 +20,14 @@ import {
   CATALOG_PLURAL,
   CLUSTER_CATALOG_KIND,
   CLUSTER_CATALOG_PLURAL,
+  CLUSTER_POLICY_KIND,
+  CLUSTER_POLICY_PLURAL,
   GROUP,
   OWNED_SELECTOR,
   PLURAL,
+  POLICY_KIND,
+  POLICY_LABEL,
+  POLICY_PLURAL,
   SIGNING_KEY_LABEL,
   VERSION,
 } from '../../api/names.ts';
@@ -143,6 +149,49 @@ export const CLUSTER_AGENT_CATALOGS = {
   namespaced: false,
   optional: true,
   kind: CLUSTER_CATALOG_KIND,
+} as const;
+
+export const AGENT_POLICIES = {
+  name: 'agentpolicies',
+  api: AGENTCARD_API,
+  plural: POLICY_PLURAL,
+  namespaced: true,
+  optional: true,
+  kind: POLICY_KIND,
+} as const;
+
+export const CLUSTER_AGENT_POLICIES = {
+  name: 'clusteragentpolicies',
+  api: AGENTCARD_API,
+  plural: CLUSTER_POLICY_PLURAL,
+  namespaced: false,
+  optional: true,
+  kind: CLUSTER_POLICY_KIND,
+} as const;
+
+/** The API of ValidatingAdmissionPolicies (GA in Kubernetes 1.30). */
+export const ADMISSION_API = '/apis/admissionregistration.k8s.io/v1';
+
+/** The ValidatingAdmissionPolicies generated from policies (by label); optional: an older API server. */
+export const GENERATED_ADMISSION_POLICIES = {
+  name: 'validatingadmissionpolicies',
+  api: ADMISSION_API,
+  plural: 'validatingadmissionpolicies',
+  namespaced: false,
+  labelSelector: `${OWNED_SELECTOR},${POLICY_LABEL}`,
+  optional: true,
+  kind: 'ValidatingAdmissionPolicy',
+} as const;
+
+/** Their bindings, selected the same way. */
+export const GENERATED_ADMISSION_BINDINGS = {
+  name: 'validatingadmissionpolicybindings',
+  api: ADMISSION_API,
+  plural: 'validatingadmissionpolicybindings',
+  namespaced: false,
+  labelSelector: `${OWNED_SELECTOR},${POLICY_LABEL}`,
+  optional: true,
+  kind: 'ValidatingAdmissionPolicyBinding',
 } as const;
 
 /** Deployments or StatefulSets labelled for adoption, metadata only (the Pod template can be large). */

@@ -285,17 +285,21 @@ describe('default values', async () => {
     }
   });
 
-  it('renders the three CRDs as templates (their metadata: crd-sync.test.ts)', () => {
+  it('renders the five CRDs as templates (their metadata: crd-sync.test.ts)', () => {
     expect(
       r
         .all('CustomResourceDefinition')
         .map((c) => c.metadata.name)
         .sort(),
-    ).toEqual([
-      'agentcards.agentcard.dev',
-      'agentcatalogs.agentcard.dev',
-      'clusteragentcatalogs.agentcard.dev',
-    ]);
+    ).toEqual(
+      [
+        'agentcards.agentcard.dev',
+        'agentcatalogs.agentcard.dev',
+        'clusteragentcatalogs.agentcard.dev',
+        'agentpolicies.agentcard.dev',
+        'clusteragentpolicies.agentcard.dev',
+      ].sort(),
+    );
   });
 });
 
@@ -662,6 +666,63 @@ describe('signing certificates from cert-manager (certManager)', () => {
     await expect(
       render({ certManager: { enabled: true, identityTemplate: 'spiffe://x/{name}' } }),
     ).rejects.toThrow(/identityTemplate/);
+  });
+});
+
+describe('policies (policies.enabled)', () => {
+  const admissionRules = (objects: Parameters<typeof roles>[0]) =>
+    roles(objects).flatMap((role) =>
+      role.rules
+        .filter((rule) => rule.apiGroups.includes('admissionregistration.k8s.io'))
+        .filter((rule) => rule.resources.some((x) => x.startsWith('validatingadmissionpolic')))
+        .map((rule) => ({ role, rule })),
+    );
+  const policyRules = (objects: Parameters<typeof roles>[0]) =>
+    roles(objects).flatMap((role) =>
+      role.rules
+        .filter((rule) => rule.resources.some((x) => x.includes('agentpolicies')))
+        .map((rule) => ({ role, rule })),
+    );
+
+  it('off by default: no flag, no right on admission policies nor on the policy kinds', async () => {
+    const r = await render();
+    expect(admissionRules(r.objects)).toEqual([]);
+    expect(policyRules(r.objects)).toEqual([]);
+    expect(flag(operatorContainer(r.one('Deployment') as Deployment).args, 'policies')).toBeUndefined();
+  });
+
+  it('on: the flag, the admission policy writes cluster-wide, the policy kinds read and their status written', async () => {
+    const r = await render({ policies: { enabled: true } });
+    expect(flag(operatorContainer(r.one('Deployment') as Deployment).args, 'policies')).toBe(true);
+    const admission = admissionRules(r.objects);
+    expect(admission).toHaveLength(1);
+    expect(admission[0]!.role.kind).toBe('ClusterRole');
+    expect([...admission[0]!.rule.resources].sort()).toEqual([
+      'validatingadmissionpolicies',
+      'validatingadmissionpolicybindings',
+    ]);
+    expect([...admission[0]!.rule.verbs].sort()).toEqual(['create', 'delete', 'list', 'update', 'watch']);
+    const kinds = policyRules(r.objects).map(
+      ({ rule }) => `${rule.resources.join(',')}:${[...rule.verbs].sort().join(',')}`,
+    );
+    expect(kinds.sort()).toEqual([
+      'agentpolicies/status:patch',
+      'agentpolicies:list,watch',
+      'clusteragentpolicies/status:patch',
+      'clusteragentpolicies:list,watch',
+    ]);
+    const binding = r.one('ClusterRoleBinding', `${fullname}-policies`) as Binding;
+    expect(binding.roleRef).toMatchObject({ kind: 'ClusterRole', name: `${fullname}-policies` });
+  });
+
+  it('with watchNamespaces: AgentPolicies in each watched namespace, no ClusterAgentPolicy', async () => {
+    const r = await render({ policies: { enabled: true }, watchNamespaces: ['team-a'] });
+    const kinds = policyRules(r.objects);
+    expect(kinds.map(({ role }) => `${role.kind}/${role.metadata.namespace}`)).toEqual([
+      'Role/team-a',
+      'Role/team-a',
+    ]);
+    expect(admissionRules(r.objects).map(({ role }) => role.kind)).toEqual(['ClusterRole']);
   });
 });
 

@@ -14,7 +14,9 @@ import { repoRoot } from '../../support/paths.ts';
 const FILES = [
   'agentcard.dev_agentcards.yaml',
   'agentcard.dev_agentcatalogs.yaml',
+  'agentcard.dev_agentpolicies.yaml',
   'agentcard.dev_clusteragentcatalogs.yaml',
+  'agentcard.dev_clusteragentpolicies.yaml',
 ];
 
 async function renderedCrds(args: string[] = []): Promise<K8sObject[]> {
@@ -42,12 +44,14 @@ describe("the chart's CRDs", () => {
     expect(existsSync(join(chartDir, 'crds'))).toBe(false);
   });
 
-  it('render, by default, all three generated CRDs with the chart labels and the keep annotations', async () => {
+  it('render, by default, every generated CRD with the chart labels and the keep annotations', async () => {
     const rendered = await renderedCrds();
     expect(rendered.map((c) => c.metadata.name).sort()).toEqual([
       'agentcards.agentcard.dev',
       'agentcatalogs.agentcard.dev',
+      'agentpolicies.agentcard.dev',
       'clusteragentcatalogs.agentcard.dev',
+      'clusteragentpolicies.agentcard.dev',
     ]);
     for (const crd of rendered) {
       expect(crd.metadata.annotations).toEqual({

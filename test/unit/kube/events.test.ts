@@ -71,6 +71,14 @@ function recorder(
 }
 
 describe('EventRecorder on a manual clock', () => {
+  it("writes a cluster-scoped object's Events in the default namespace", async () => {
+    const api = fakeClient();
+    const events = recorder(new ManualClock(), api.client);
+    events.record({ ...regarding, kind: 'ClusterAgentPolicy', namespace: '' }, event('invalid policy'));
+    await settle();
+    expect(api.posted.map((p) => p.path)).toEqual(['/apis/events.k8s.io/v1/namespaces/default/events']);
+  });
+
   it('writes an identical event once within the window and again once the window has passed', async () => {
     const clock = new ManualClock();
     const api = fakeClient();

@@ -1,0 +1,47 @@
+/**
+ * agentcard_policy_violations: per policy and rule, how many AgentCards fail the rule (a gauge;
+ * 0 for a rule every selected card passes, so an alert can compare). Built at scrape time from one
+ * small map per policy (metrics/scrape-time.ts), like the per-card series of ../metrics.ts. An
+ * invalid or deleted policy has no series: nothing of it is judged.
+ */
+import type { Registry } from 'prom-client';
+import { ScrapeTimeGauge, type Sample } from '../../metrics/scrape-time.ts';
+
+type Labels = 'kind' | 'namespace' | 'policy' | 'rule';
+
+export class PolicyMetrics {
+  /** Policy key → its kind, namespace, name, and rule → failing cards. */
+  private readonly policies = new Map<
+    string,
+    { kind: string; namespace: string; name: string; rules: ReadonlyMap<string, number> }
+  >();
+
+  constructor(registry: Registry) {
+    new ScrapeTimeGauge<Labels>(
+      {
+        name: 'agentcard_policy_violations',
+        help: 'AgentCards that fail a rule of an AgentPolicy or ClusterAgentPolicy, by policy and rule (namespace empty for a ClusterAgentPolicy).',
+        labelNames: ['kind', 'namespace', 'policy', 'rule'],
+        registers: [registry],
+      },
+      () => this.samples(),
+    );
+  }
+
+  set(
+    key: string,
+    policy: { kind: string; namespace: string; name: string },
+    rules: ReadonlyMap<string, number>,
+  ) {
+    this.policies.set(key, { ...policy, rules: new Map(rules) });
+  }
+
+  forget(key: string): void {
+    this.policies.delete(key);
+  }
+
+  private *samples(): Generator<Sample<Labels>> {
+    for (const { kind, namespace, name, rules } of this.policies.values())
+      for (const [rule, value] of rules) yield { labels: { kind, namespace, policy: name, rule }, value };
+  }
+}
