@@ -515,8 +515,9 @@ async function comparisonRun(
     const writes1 = await writeCounters(kc);
     const writesPerCard = (writes1.configmaps! - writes0.configmaps! + writes1.status! - writes0.status!) / n;
     log(
-      `${n} cards, run ${run}, ${label}: all Ready in ${op.seconds.toFixed(1)} s, peak RSS ${op.peakMiB.toFixed(0)} MiB, ` +
-        `RSS at sync ${op.rssAtSyncMiB.toFixed(0)} MiB, CPU ${op.cpuSeconds.toFixed(1)} s, writes per card ${writesPerCard.toFixed(2)}`,
+      `${n} cards, run ${run}, ${label}: all Ready in ${op.seconds.toFixed(1)} s (caches synced after ` +
+        `${op.startupSeconds.toFixed(1)} s), peak RSS ${op.peakMiB.toFixed(0)} MiB, RSS at sync ${op.rssAtSyncMiB.toFixed(0)} MiB, ` +
+        `heap ${op.heapMiB.toFixed(0)} MiB, CPU ${op.cpuSeconds.toFixed(1)} s, writes per card ${writesPerCard.toFixed(2)}`,
     );
     results[label] = { ...op, writesPerCard };
   }
@@ -527,20 +528,23 @@ function reportComparison(bySize: ComparisonRun[][]): void {
   const rows: (string | number)[][] = [];
   for (const runs of bySize) {
     const m = (get: (r: ComparisonRun) => number) => median(runs.map(get));
+    // The ratio of each run's pair (the two builds ran minutes apart on the same machine), then
+    // their median: the load of a shared machine moves both builds of a run more alike than it
+    // moves runs, so a ratio of medians taken across runs would mix loads.
     const pair = (
       label: string,
       unit: string,
       digits: number,
       get: (o: OperatorResult & { writesPerCard: number }) => number,
     ) => {
-      const before = m((r) => get(r.before));
-      const after = m((r) => get(r.after));
+      const ratios = runs.map((r) => get(r.after) / get(r.before));
       rows.push([
         runs[0]!.cards,
         label,
-        `${before.toFixed(digits)}${unit}`,
-        `${after.toFixed(digits)}${unit}`,
-        `${(after / before).toFixed(2)}x`,
+        `${m((r) => get(r.before)).toFixed(digits)}${unit}`,
+        `${m((r) => get(r.after)).toFixed(digits)}${unit}`,
+        ratios.map((x) => x.toFixed(2)).join(', '),
+        `${median(ratios).toFixed(2)}x`,
       ]);
     };
     pair('time to all Ready', ' s', 1, (o) => o.seconds);
@@ -566,10 +570,10 @@ function reportComparison(bySize: ComparisonRun[][]): void {
         `two builds of the operator, each a real \`agentcard operator\` process with its defaults (every ` +
         'controller on: AgentCards, catalogs, adoption, certificates; `--no-probes`, no leader election) reconciling ' +
         `its own AgentCards (3 interfaces each, signed) from its start until a watch has seen every one Ready; the ` +
-        'builds take turns within each run, their order alternating from run to run. Medians of the runs; the ' +
-        'ratio is after / before.',
+        'builds take turns within each run, their order alternating from run to run. Before and after: the ' +
+        "medians of the runs; the ratio: each run's after / before, then their median.",
       '',
-      table(['AgentCards', 'measure', 'before', 'after', 'ratio'], rows),
+      table(['AgentCards', 'measure', 'before', 'after', 'after / before, each run', 'median ratio'], rows),
       '',
       `Every run: ${every.join('; ')}.`,
     ].join('\n'),
