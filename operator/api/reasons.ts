@@ -126,7 +126,12 @@ export const READY_REASONS = ['Ready', 'Reconciling'] as const;
  * PolicyCompliant (with --policies, AgentCards an AgentPolicy or ClusterAgentPolicy selects):
  * every rule passes, one fails, or a rule lacks a fact (operator/policy/evaluate.ts).
  */
-export const POLICY_COMPLIANT_REASONS = ['Compliant', 'PolicyViolation', 'RulesNotEvaluated'] as const;
+export const POLICY_COMPLIANT_REASONS = [
+  'Compliant',
+  'PolicyViolation',
+  'PolicyEnforced',
+  'RulesNotEvaluated',
+] as const;
 
 export type AcceptedReason = (typeof ACCEPTED_REASONS)[number];
 export type CardAcceptedReason = (typeof CARD_ACCEPTED_REASONS)[number];

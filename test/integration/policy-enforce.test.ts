@@ -81,7 +81,7 @@ describe('a policy in the AgentCard reconcile', () => {
     expect(condition(held, 'Published')!.message).toContain('nothing is published yet');
     expect(condition(held, 'Ready')?.status).toBe('False');
     const compliant = condition(held, 'PolicyCompliant')!;
-    expect(compliant).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+    expect(compliant).toMatchObject({ status: 'False', reason: 'PolicyEnforced' });
     expect(compliant.message).toContain(
       `ClusterAgentPolicy ${policyName()}, rule small (Enforce): ${MESSAGE}`,
     );

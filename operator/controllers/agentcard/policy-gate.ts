@@ -114,10 +114,13 @@ export function policyCondition(
   const merged = mergeResults(results);
   if (merged.failures.length > 0) {
     const listed = merged.failures.map(describeFailure);
+    const enforced = merged.action === 'Enforce';
     return {
       type: 'PolicyCompliant',
       status: 'False',
-      reason: 'PolicyViolation',
+      // PolicyEnforced: a rule of an Enforce policy fails, so no catalog lists the card (and,
+      // unless the rule is readyBeforeListed, it is not published either).
+      reason: enforced ? 'PolicyEnforced' : 'PolicyViolation',
       message: bounded(
         `fails ${merged.failures.length} rule${merged.failures.length > 1 ? 's' : ''}: ${listed.join('; ')}`,
         MAX_POLICY_MESSAGE,

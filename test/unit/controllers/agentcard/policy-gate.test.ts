@@ -122,7 +122,7 @@ describe('planReconcile with policies', () => {
     expect(published.message).toContain('rule small (Enforce)');
     expect(published.message).toContain('the last good card stays published');
     expect(held.ready).toBe('False');
-    expect(condition(held, 'PolicyCompliant')).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+    expect(condition(held, 'PolicyCompliant')).toMatchObject({ status: 'False', reason: 'PolicyEnforced' });
     expect(held.events.map((e) => `${e.type} ${e.reason}`)).toEqual([
       'Warning PolicyViolation',
       'Warning PolicyViolation',
@@ -163,6 +163,24 @@ describe('planReconcile with policies', () => {
     expect(plan.ready).toBe('True');
     // Ready=True, and the callers rule is not about the card: compliant.
     expect(condition(plan, 'PolicyCompliant')).toMatchObject({ status: 'True' });
+
+    // Not Ready (the probes found an interface down): published all the same, and withheld
+    // from catalogs (PolicyEnforced).
+    const down = await planReconcile({
+      ...input(resource(sampleCard('1.0.0')), secret, [enforce]),
+      interfaces: () => ({
+        condition: {
+          status: 'False',
+          reason: 'ConnectionFailed',
+          message: '0/1 reachable',
+          observedGeneration: 1,
+        },
+      }),
+    });
+    expect(down.configMap).toBeDefined();
+    expect(down.ready).toBe('False');
+    expect(condition(down, 'PolicyCompliant')).toMatchObject({ status: 'False', reason: 'PolicyEnforced' });
+    expect(condition(down, 'PolicyCompliant')!.message).toContain('rule ready (Enforce)');
   });
 });
 
