@@ -13,6 +13,8 @@
  * - a probe verdict changes (probe wiring);
  * - a Pod that asks for the card (annotation agentcard.dev/inject) appears, goes, or gains or
  *   loses the sidecar (status.serving);
+ * - with --policies: an AgentPolicy or ClusterAgentPolicy added, deleted or whose spec changed
+ *   (every card in its reach, in the background), a card's labels, a namespace's labels;
  * - the periodic resync (every AgentCard, e.g. every 10 minutes).
  * The first reconcile of every card, the resync, probe verdicts and a Secret many cards share
  * are background work: queued `low`, so that a spec change (or any other edit) goes first; at

@@ -456,8 +456,8 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     });
   }
   // The policies that select the card judge it as it would be published (policy-gate.ts).
-  const subject = input.policy
-    ? publishSubject({
+  const judged = input.policy
+    ? publishSubject(input.policy.policies, {
         name,
         namespace,
         labels: (resource.metadata as { labels?: Record<string, string> }).labels,
@@ -472,15 +472,14 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
         },
       })
     : undefined;
-  const judged = input.policy && subject ? { policy: { policies: input.policy.policies, subject } } : {};
   // Ready is not known yet (reachability rules never hold publishing): it is judged in cardPlan.
-  const hold = subject ? enforceHold(judgeCard(input.policy!.policies, subject)) : undefined;
+  const hold = judged ? enforceHold(judgeCard(judged.policies, judged.subject)) : undefined;
   if (hold) {
     return decision({
       spec,
       signingNote: signedVariants.note,
       ...certificates,
-      ...judged,
+      ...(judged ? { policy: judged } : {}),
       conditions: [
         accepted,
         ...keyConditions,
@@ -505,7 +504,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       spec,
       signingNote: signedVariants.note,
       ...certificates,
-      ...judged,
+      ...(judged ? { policy: judged } : {}),
       conditions: [
         accepted,
         ...keyConditions,
@@ -522,7 +521,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     spec,
     signingNote: signedVariants.note,
     ...certificates,
-    ...judged,
+    ...(judged ? { policy: judged } : {}),
     conditions: [accepted, ...keyConditions],
     artifacts: {
       ...(change.action === 'publish' ? { change: change.change } : {}),

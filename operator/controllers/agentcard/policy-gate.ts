@@ -14,6 +14,7 @@
 import {
   evaluatePolicies,
   mergeResults,
+  selects,
   type Facts,
   type Merged,
   type PolicyResult,
@@ -49,30 +50,38 @@ export function signingFacts(keys: readonly SigningKey[]): Pick<Facts, 'signed' 
   };
 }
 
-/** The engine's subject of the card this reconcile is about to publish. */
-export function publishSubject(args: {
-  name: string;
-  namespace: string;
-  labels?: Readonly<Record<string, string>>;
-  namespaceLabels?: Readonly<Record<string, string>>;
-  adopted: boolean;
-  spec: AgentCardSpec;
-  card: AgentCard;
-  /** Bytes of the served (signed) default card. */
-  bytes: number;
-  facts: Facts;
-}): Subject {
-  const views = specCardViews(args.spec, args.card);
-  if (views[0]) views[0] = { ...views[0], bytes: args.bytes };
-  return {
+/**
+ * The policies that select the card this reconcile is about to publish, and the engine's subject
+ * of it: its cards are rendered for the engine only when a policy selects it.
+ */
+export function publishSubject(
+  policies: readonly Policy[],
+  args: {
+    name: string;
+    namespace: string;
+    labels?: Readonly<Record<string, string>>;
+    namespaceLabels?: Readonly<Record<string, string>>;
+    adopted: boolean;
+    spec: AgentCardSpec;
+    card: AgentCard;
+    /** Bytes of the served (signed) default card. */
+    bytes: number;
+    facts: Facts;
+  },
+): { policies: Policy[]; subject: Subject } {
+  const subject: Subject = {
     name: args.name,
     namespace: args.namespace,
     labels: args.labels ?? {},
     ...(args.namespaceLabels ? { namespaceLabels: args.namespaceLabels } : {}),
     adopted: args.adopted,
-    cards: views,
     facts: args.facts,
   };
+  const selecting = policies.filter((p) => selects(p, subject));
+  if (selecting.length === 0) return { policies: [], subject };
+  const views = specCardViews(args.spec, args.card);
+  if (views[0]) views[0] = { ...views[0], bytes: args.bytes };
+  return { policies: selecting, subject: { ...subject, cards: views } };
 }
 
 /** The verdicts of the policies selecting the card, callers rules left out (none: no policy). */

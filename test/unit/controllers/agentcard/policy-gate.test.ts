@@ -105,6 +105,14 @@ describe('planReconcile with policies', () => {
     );
     expect(again.events.filter((e) => e.reason === 'PolicyViolation')).toEqual([]);
     expect(again.statusChanged).toBe(false);
+
+    // The policy deleted: the condition goes; --policies off: it goes too.
+    for (const policies of [[], undefined]) {
+      const gone = await planReconcile(
+        input(resource(sampleCard('1.0.0'), first.status), secret, policies, first.configMap),
+      );
+      expect(condition(gone, 'PolicyCompliant')).toBeUndefined();
+    }
   });
 
   it('Enforce: the failing card is held, the last good card stays published', async () => {
@@ -185,8 +193,9 @@ describe('planReconcile with policies', () => {
 });
 
 describe('policy-gate', () => {
+  // Any policy that selects the card has its cards rendered for the engine.
   const subject = (facts = {}) =>
-    publishSubject({
+    publishSubject([clusterPolicy('any', 'Audit', [https])], {
       name: 'weather',
       namespace: 'agents',
       adopted: false,
@@ -194,7 +203,22 @@ describe('policy-gate', () => {
       card: sampleCard('1.0.0') as never,
       bytes: 10_000,
       facts,
+    }).subject;
+
+  it('renders nothing and judges nothing when no policy selects the card', () => {
+    const other = clusterPolicy('p', 'Enforce', [small], { matchLabels: { team: 'other' } });
+    const judged = publishSubject([other], {
+      name: 'weather',
+      namespace: 'agents',
+      adopted: false,
+      spec: { card: sampleCard('1.0.0') } as never,
+      card: sampleCard('1.0.0') as never,
+      bytes: 10_000,
+      facts: {},
     });
+    expect(judged.policies).toEqual([]);
+    expect(judged.subject.cards).toBeUndefined();
+  });
 
   it('a fact not known is Unknown, never a pass; callers rules are left out', () => {
     const results = judgeCard([clusterPolicy('p', 'Enforce', [ready, callers])], subject());
