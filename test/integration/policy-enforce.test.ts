@@ -3,7 +3,9 @@
 // (maxCardBytes: CEL cannot serialize a card, so admission lets the card in) keeps the card from
 // ever being published, and its PolicyCompliant condition names the rule; switched to Audit,
 // the policy change alone wakes the card: it is published, the condition stays False, and a
-// Warning Event on the AgentCard names the rule. The policy is narrowed to this file's namespace.
+// Warning Event on the AgentCard names the rule. An AgentCatalog (requireReady: false) leaves the
+// card out while the Enforce policy fails it, and lists it under Audit. The policy is narrowed to
+// this file's namespace.
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { configMapName } from '../../operator/api/names.ts';
@@ -18,6 +20,7 @@ import {
 import { runTool } from '../support/tools.ts';
 
 const { kc, api, ns } = useOperatorInNamespace('policy-enf', {
+  catalogs: true,
   flags: ['--policies', '--cluster-policies'],
   before: () => installPolicyCrds(kc),
   after: () => deletePolicy(),
@@ -67,8 +70,29 @@ async function accepted(): Promise<void> {
   });
 }
 
+interface CatalogStatus {
+  entries?: number;
+  skipped?: string[];
+}
+const catalogStatus = async () =>
+  (
+    (await custom.getNamespacedCustomObject({
+      ...GROUP,
+      plural: 'agentcatalogs',
+      namespace: ns.name,
+      name: 'all',
+    })) as { status?: CatalogStatus }
+  ).status ?? {};
+
 describe('a policy in the AgentCard reconcile', () => {
   it('Enforce: never published, the condition names the rule; Audit: published, with an Event', async () => {
+    const catalog = {
+      apiVersion: 'agentcard.dev/v1alpha1',
+      kind: 'AgentCatalog',
+      metadata: { name: 'all', namespace: ns.name },
+      spec: { publisher: 'example.com', requireReady: false },
+    };
+    expect((await apply(catalog)).code).toBe(0);
     expect((await apply(policy('Enforce'))).code).toBe(0);
     await accepted();
     await api.createCard(ns.name, 'big', { card: sampleCard('1.0.0') });
@@ -86,6 +110,13 @@ describe('a policy in the AgentCard reconcile', () => {
       `ClusterAgentPolicy ${policyName()}, rule small (Enforce): ${MESSAGE}`,
     );
     expect(await api.getConfigMap(ns.name, configMapName('big'))).toBeUndefined();
+    const withheld = await waitFor('the catalog to leave the card out', async () => {
+      const status = await catalogStatus();
+      return status.skipped?.some((s) => s.startsWith(`${ns.name}/big: withheld by policy`))
+        ? status
+        : undefined;
+    });
+    expect(withheld.entries ?? 0).toBe(0);
 
     // Only the policy changes: the card is judged again, published, and still reported.
     expect((await apply(policy('Audit'))).code).toBe(0);
@@ -103,6 +134,7 @@ describe('a policy in the AgentCard reconcile', () => {
       const list = await api.events(ns.name, 'big');
       return list.some((e) => e.reason === 'PolicyViolation') ? list : undefined;
     });
+    await waitFor('the catalog to list the card', async () => (await catalogStatus()).entries === 1);
     const violation = events.find((e) => e.reason === 'PolicyViolation')!;
     expect(violation.type).toBe('Warning');
     expect(violation.message).toContain('rule small');
