@@ -681,7 +681,8 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
       ...servingEvents(previous.serving, ctx.serving),
       ...sourceEvents(getCondition(prevConditions, 'SourceAvailable'), source),
       ...(published?.change ? [changeEvent(published.change)].filter((e) => e !== undefined) : []),
-      ...(policyResults
+      // Only when the verdict changed: a rule cut from a long message is not reported again.
+      ...(policyResults && compliance?.message !== getCondition(prevConditions, 'PolicyCompliant')?.message
         ? policyEvents(policyResults, getCondition(prevConditions, 'PolicyCompliant')?.message)
         : []),
     ],
