@@ -57,6 +57,7 @@ export const CARD_PUBLISHED_REASONS = [
   ...PUBLISH_OUTCOME_REASONS,
   'CardTooLarge',
   'BreakingChangeHeld',
+  'PolicyViolation',
 ] as const;
 /** TrustPolicyUnavailable: spec.trust cannot be used, so no card can be verified. */
 export const CATALOG_PUBLISHED_REASONS = [
@@ -121,6 +122,16 @@ export const DELIVERED_REASONS = [
   'NothingToCheck',
 ] as const;
 export const READY_REASONS = ['Ready', 'Reconciling'] as const;
+/**
+ * PolicyCompliant (with --policies, AgentCards an AgentPolicy or ClusterAgentPolicy selects):
+ * every rule passes, one fails, or a rule lacks a fact (operator/policy/evaluate.ts).
+ */
+export const POLICY_COMPLIANT_REASONS = [
+  'Compliant',
+  'PolicyViolation',
+  'PolicyEnforced',
+  'RulesNotEvaluated',
+] as const;
 
 export type AcceptedReason = (typeof ACCEPTED_REASONS)[number];
 export type CardAcceptedReason = (typeof CARD_ACCEPTED_REASONS)[number];
@@ -131,6 +142,7 @@ export type CardSignedReason = (typeof CARD_SIGNED_REASONS)[number];
 export type ServingReason = (typeof SERVING_REASONS)[number];
 export type DeliveredReason = (typeof DELIVERED_REASONS)[number];
 export type CardPublishedReason = (typeof CARD_PUBLISHED_REASONS)[number];
+export type PolicyCompliantReason = (typeof POLICY_COMPLIANT_REASONS)[number];
 export type CatalogPublishedReason = (typeof CATALOG_PUBLISHED_REASONS)[number];
 export type InterfacesReason =
   | 'AllReachable'
@@ -149,6 +161,7 @@ export interface CardReasons {
   SourceAvailable: SourceAvailableReason;
   Serving: ServingReason;
   Delivered: DeliveredReason;
+  PolicyCompliant: PolicyCompliantReason;
   /** Ready waits for Accepted, Signed, Published and InterfacesReachable only (conditions.ts). */
   Ready:
     | (typeof READY_REASONS)[number]
@@ -182,6 +195,7 @@ export const CARD_REASONS_BY_TYPE = {
   SourceAvailable: SOURCE_AVAILABLE_REASONS,
   Serving: SERVING_REASONS,
   Delivered: DELIVERED_REASONS,
+  PolicyCompliant: POLICY_COMPLIANT_REASONS,
   Ready: READY_REASONS,
 } as const;
 

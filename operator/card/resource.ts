@@ -759,6 +759,7 @@ export const CONDITION_TYPES = [
   'SourceAvailable',
   'Serving',
   'Delivered',
+  'PolicyCompliant',
   'Ready',
 ] as const;
 

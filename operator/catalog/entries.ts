@@ -36,6 +36,11 @@ export interface CardView {
   interfacesReachable?: 'True' | 'False' | 'Unknown';
   /** The published card text for the audience (only read for inline entries). */
   publishedCard?: string;
+  /**
+   * Why a policy in Enforce mode keeps the card out of every catalog (its PolicyCompliant
+   * condition, reason PolicyEnforced, for the current generation); none: listed as usual.
+   */
+  policyWithheld?: string;
 }
 
 /** The facts the HTML page shows for one agent (escaped there, never here). */
@@ -141,6 +146,8 @@ function skillTags(skills: unknown[]): string[] {
 
 export function buildEntry(card: CardView, opts: EntryOptions): EntryResult {
   const where = `${card.namespace}/${card.name}`;
+  if (card.policyWithheld !== undefined)
+    return { ok: false, skip: `${where}: withheld by policy (${card.policyWithheld.slice(0, 120)})` };
   if (opts.requireReady && card.ready !== 'True') {
     return {
       ok: false,

@@ -203,6 +203,9 @@ export async function runOperator(
     runtime,
     secretNames: flags.secretNames,
     ...(issuer ? { issuance: { state: (key: string) => issuer.issuance(key), wake: cardWake } } : {}),
+    // --policies: each card is judged by the policies that select it (ClusterAgentPolicies as the
+    // policy controller reconciles them).
+    ...(flags.policies ? { policies: { cluster: flags.clusterPolicies ?? cache.allNamespaces } } : {}),
     concurrency: flags.concurrency,
     resyncMs: flags.resyncMs,
     log,

@@ -13,6 +13,8 @@
  * - a probe verdict changes (probe wiring);
  * - a Pod that asks for the card (annotation agentcard.dev/inject) appears, goes, or gains or
  *   loses the sidecar (status.serving);
+ * - with --policies: an AgentPolicy or ClusterAgentPolicy added, deleted or whose spec changed
+ *   (every card in its reach, in the background), a card's labels, a namespace's labels;
  * - the periodic resync (every AgentCard, e.g. every 10 minutes).
  * The first reconcile of every card, the resync, probe verdicts and a Secret many cards share
  * are background work: queued `low`, so that a spec change (or any other edit) goes first; at
@@ -28,6 +30,9 @@ import {
   ACCEPT_BREAKING_ANNOTATION,
   API_VERSION,
   CARD_LABEL,
+  CLUSTER_POLICY_KIND,
+  POLICY_KIND,
+  type PolicyKind,
   configMapName,
   GROUP,
   KIND,
@@ -70,6 +75,7 @@ import {
   type ServedWiringOptions,
 } from './served.ts';
 import { sortedJson } from '../../runtime/sorted-json.ts';
+import { CardPolicies } from './policies.ts';
 import { ownedStatus, statusApplyBody, type ControllerStatus } from './status.ts';
 import type { HandlerResult, Priority, WorkQueue } from '../../runtime/workqueue.ts';
 import { SourceTracker, type SourceDeps } from '../../source/tracker.ts';
@@ -88,6 +94,9 @@ import type { Channel } from '../../runtime/channel.ts';
 import type { StartupView } from '../../runtime/startup.ts';
 
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
+
+const labelsOf = (card: AgentCardObject) =>
+  (card.metadata as { labels?: Record<string, string> }).labels ?? {};
 
 /** A short digest of the controller-owned part of a status (order of keys does not matter). */
 function statusDigest(status: unknown): string {
@@ -132,6 +141,11 @@ export interface ControllerOptions {
   }) => ServedHooks;
   /** Time for the source's re-fetch schedule and the queue's delays (a manual clock in tests). */
   clock?: Clock;
+  /**
+   * --policies: cards are judged by the AgentPolicies (and, with `cluster`, the
+   * ClusterAgentPolicies) that select them (policies.ts, policy-gate.ts); none: no policy applies.
+   */
+  policies?: { cluster: boolean };
 }
 
 export class Controller {
@@ -160,6 +174,8 @@ export class Controller {
   private readonly sources: SourceTracker;
   /** Hosts claimed on the central card server, for the Serving condition (serving/central-hosts.ts). */
   private readonly centralHosts = new CentralHosts();
+  /** The policies in force (--policies), read from the shared cache. */
+  private readonly policies?: CardPolicies;
 
   constructor(opts: ControllerOptions) {
     this.opts = opts;
@@ -218,6 +234,20 @@ export class Controller {
     for (const secrets of [...this.secrets.secrets, ...this.secrets.metadata])
       builder.watches(secrets as SharedInformer<KubernetesObject>, (secret) => this.onSecret(secret));
     if (opts.issuance) builder.wakes(opts.issuance.wake);
+    if (opts.policies) {
+      const policies = new CardPolicies(cache, opts.policies.cluster);
+      this.policies = policies;
+      builder.watches(policies.policies, (p, event) => this.onPolicy(POLICY_KIND, p, event));
+      if (policies.clusterPolicies)
+        builder.watches(policies.clusterPolicies, (p, event) => this.onPolicy(CLUSTER_POLICY_KIND, p, event));
+      if (policies.namespaces)
+        builder.watches(policies.namespaces, (ns, { type, old }) =>
+          type === 'update' &&
+          sortedJson(old?.metadata?.labels ?? {}) === sortedJson(ns.metadata?.labels ?? {})
+            ? []
+            : this.cardsIn(ns.metadata?.name ?? ''),
+        );
+    }
     this.built = builder.complete(this);
     this.queue = this.built.queue;
   }
@@ -270,6 +300,8 @@ export class Controller {
       // Accepting a held breaking change is an annotation: it does not move the generation.
       old.metadata.annotations?.[ACCEPT_BREAKING_ANNOTATION] !==
         obj.metadata.annotations?.[ACCEPT_BREAKING_ANNOTATION] ||
+      // Labels select the policies that judge the card: they do not move the generation either.
+      (!!this.policies && sortedJson(labelsOf(old)) !== sortedJson(labelsOf(obj))) ||
       this.statusEditedByOthers(key, obj);
     return changed ? [key] : [];
   }
@@ -293,6 +325,27 @@ export class Controller {
     this.served.forget(key);
     this.sources.forget(key);
     this.log.info('AgentCard deleted; its ConfigMap is garbage-collected', { namespace, name });
+  }
+
+  /**
+   * A policy was added, deleted, or its spec changed (not the echo of the policy controller's
+   * status write): the cards in its reach are judged again, in the background.
+   */
+  private onPolicy(
+    kind: PolicyKind,
+    p: KubernetesObject,
+    { type, old }: { type: EventType; old?: KubernetesObject },
+  ): Request[] {
+    if (type === 'update' && (old?.metadata?.generation ?? 0) === (p.metadata?.generation ?? 0)) return [];
+    if (type === 'delete') this.policies?.forget(kind, p as never);
+    return this.cardsIn(kind === POLICY_KIND ? (p.metadata?.namespace ?? '') : undefined);
+  }
+
+  /** Every card of a namespace (undefined: of every namespace), queued in the background. */
+  private cardsIn(namespace: string | undefined): Request[] {
+    return this.cards
+      .list(namespace)
+      .map((c) => ({ key: objectKey(c.metadata.namespace, c.metadata.name), priority: 'low' as const }));
   }
 
   private onConfigMap(obj: V1ConfigMap, deleted: boolean): string[] {
@@ -412,6 +465,7 @@ export class Controller {
         state: this.opts.issuance?.state(key),
       },
       ...(source ? { source } : {}),
+      ...(this.policies ? { policy: this.policies.input(namespace) } : {}),
     };
     // Decided once (validate, render, sign); a failed publish only changes the derived status.
     const {

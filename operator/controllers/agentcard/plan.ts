@@ -45,6 +45,17 @@ import { loadSigningKeys, signatureStatus, type IssuedKey, type SecretView } fro
 import type { AgentCardObject } from '../../api/objects.ts';
 import { ACCEPT_BREAKING_ANNOTATION } from '../../api/names.ts';
 import { appendHistory, changeEvent, decideChange, type PublishedChange } from './changes.ts';
+import type { Subject } from '../../policy/evaluate.ts';
+import type { Policy } from '../../policy/resource.ts';
+import {
+  enforceHold,
+  judgeCard,
+  policyCondition,
+  policyEvents,
+  publishSubject,
+  signingFacts,
+  type PolicyInput,
+} from './policy-gate.ts';
 
 /** Omit over each member of a union (a typed condition keeps its type/reason pairing). */
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -76,6 +87,8 @@ export interface PlanInput {
   source?: SourceOutcome;
   /** For a key that names an issuerRef: the card's issued Secret and what the issuer controller says. */
   issued?: IssuedKey;
+  /** The policies that may select the card (--policies, policy-gate.ts); undefined: off. */
+  policy?: PolicyInput;
 }
 
 export interface Plan {
@@ -283,11 +296,16 @@ export interface CardDecision {
   drop: string[];
   /** Reconcile again after this long: a signing certificate's expiry warning or expiry is due. */
   requeueAfterMs?: number;
+  /**
+   * The policies that may select the card and the card about to be published as the engine sees
+   * it (policy-gate.ts); judged again in cardPlan with the Ready this reconcile derives.
+   */
+  policy?: { policies: readonly Policy[]; subject: Subject };
 }
 
 type DecisionInput = Pick<
   PlanInput,
-  'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes' | 'now' | 'source' | 'issued'
+  'resource' | 'secrets' | 'liveConfigMap' | 'maxConfigMapBytes' | 'now' | 'source' | 'issued' | 'policy'
 >;
 
 /** A timer cannot wait past 2^31 ms, and the resync checks again anyway. */
@@ -319,8 +337,13 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     served,
     ...(source ? { source } : {}),
     ...rest,
-    // A written card has no SourceAvailable condition (an AgentCard that stops adopting drops it).
-    drop: [...(rest.drop ?? []), ...(source ? [] : ['SourceAvailable'])],
+    // A written card has no SourceAvailable condition (an AgentCard that stops adopting drops it);
+    // without --policies, or when no policy selects the card, there is no PolicyCompliant.
+    drop: [
+      ...(rest.drop ?? []),
+      ...(source ? [] : ['SourceAvailable']),
+      ...(input.policy ? [] : ['PolicyCompliant']),
+    ],
   });
 
   // An adopted card is validated as the written card it amounts to; until the source has given
@@ -432,6 +455,38 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       ],
     });
   }
+  // The policies that select the card judge it as it would be published (policy-gate.ts).
+  const judged = input.policy
+    ? publishSubject(input.policy.policies, {
+        name,
+        namespace,
+        labels: (resource.metadata as { labels?: Record<string, string> }).labels,
+        namespaceLabels: input.policy.namespaceLabels,
+        adopted: !!source,
+        spec,
+        card: validation.card,
+        bytes: byteLength(files.card),
+        facts: {
+          ...signingFacts(keys),
+          ...(source?.status?.signature ? { sourceSignature: source.status.signature.result } : {}),
+        },
+      })
+    : undefined;
+  // Ready is not known yet (reachability rules never hold publishing): it is judged in cardPlan.
+  const hold = judged ? enforceHold(judgeCard(judged.policies, judged.subject)) : undefined;
+  if (hold) {
+    return decision({
+      spec,
+      signingNote: signedVariants.note,
+      ...certificates,
+      ...(judged ? { policy: judged } : {}),
+      conditions: [
+        accepted,
+        ...keyConditions,
+        at({ type: 'Published', status: 'False', reason: 'PolicyViolation', message: `${hold}; ${served}` }),
+      ],
+    });
+  }
   // The change against the card served now: classified, and held when spec.changes says so.
   const change = decideChange({
     name,
@@ -449,6 +504,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       spec,
       signingNote: signedVariants.note,
       ...certificates,
+      ...(judged ? { policy: judged } : {}),
       conditions: [
         accepted,
         ...keyConditions,
@@ -465,6 +521,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     spec,
     signingNote: signedVariants.note,
     ...certificates,
+    ...(judged ? { policy: judged } : {}),
     conditions: [accepted, ...keyConditions],
     artifacts: {
       ...(change.action === 'publish' ? { change: change.change } : {}),
@@ -481,6 +538,11 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       jwks: files.jwks,
     },
   });
+}
+
+/** Ready as this reconcile derives it (Unknown: not known, never a pass). */
+function readyFact(ready: ConditionInput): { ready?: boolean } {
+  return ready.status === 'Unknown' ? {} : { ready: ready.status === 'True' };
 }
 
 /** The Published condition for a publish result (the artifacts were decided). */
@@ -573,9 +635,20 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
   // reason is the source tracker's (SOURCE_AVAILABLE_REASONS in operator/api/reasons.ts).
   const source = decision.source;
   if (source) next.push({ type: 'SourceAvailable', observedGeneration: generation, ...source.condition });
-  next.push(deriveReady(next, generation));
+  const readyCondition = deriveReady(next, generation);
+  next.push(readyCondition);
+  // The policies judge the card with the Ready just derived (a readyBeforeListed rule).
+  const policyResults = decision.policy
+    ? judgeCard(decision.policy.policies, {
+        ...decision.policy.subject,
+        facts: { ...decision.policy.subject.facts, ...readyFact(readyCondition) },
+      })
+    : undefined;
+  const compliance = policyResults ? policyCondition(policyResults) : undefined;
+  if (compliance) next.push({ observedGeneration: generation, ...compliance });
+  const drop = policyResults && !compliance ? [...decision.drop, 'PolicyCompliant'] : decision.drop;
 
-  let conditions: Condition[] = prevConditions.filter((c) => !decision.drop.includes(c.type));
+  let conditions: Condition[] = prevConditions.filter((c) => !drop.includes(c.type));
   for (const c of next) conditions = setCondition(conditions, c, now);
   const sourceStatus = source ? (source.status ?? previous.source) : undefined;
 
@@ -608,6 +681,10 @@ export function cardPlan(decision: CardDecision, ctx: StatusContext, result: Pub
       ...servingEvents(previous.serving, ctx.serving),
       ...sourceEvents(getCondition(prevConditions, 'SourceAvailable'), source),
       ...(published?.change ? [changeEvent(published.change)].filter((e) => e !== undefined) : []),
+      // Only when the verdict changed: a rule cut from a long message is not reported again.
+      ...(policyResults && compliance?.message !== getCondition(prevConditions, 'PolicyCompliant')?.message
+        ? policyEvents(policyResults, getCondition(prevConditions, 'PolicyCompliant')?.message)
+        : []),
     ],
     ready,
     signingNote: decision.signingNote,

@@ -10,7 +10,13 @@ import type { CardView } from '../../catalog/entries.ts';
 import type { AgentCardObject } from '../../api/objects.ts';
 
 interface RawStatus {
-  conditions?: Array<{ type?: string; status?: string; message?: string; observedGeneration?: number }>;
+  conditions?: Array<{
+    type?: string;
+    status?: string;
+    reason?: string;
+    message?: string;
+    observedGeneration?: number;
+  }>;
   signatures?: unknown[];
   reachableInterfaces?: string;
   card?: { digest?: string };
@@ -36,6 +42,12 @@ export function cardView(obj: AgentCardObject, publishedCard?: string): CardView
   const current =
     ready?.observedGeneration === undefined || ready.observedGeneration >= (o.metadata.generation ?? 0);
   const readyStatus = current ? tri(ready?.status) : 'Unknown';
+  // A card an Enforce policy fails (docs/policy.md) is listed by no catalog.
+  const policy = conditionOf(status, 'PolicyCompliant');
+  const withheld =
+    policy?.status === 'False' &&
+    policy.reason === 'PolicyEnforced' &&
+    (policy.observedGeneration ?? 0) >= (o.metadata.generation ?? 0);
   return {
     namespace: o.metadata.namespace,
     name: o.metadata.name,
@@ -49,6 +61,7 @@ export function cardView(obj: AgentCardObject, publishedCard?: string): CardView
     ...(status.reachableInterfaces ? { reachableInterfaces: status.reachableInterfaces } : {}),
     interfacesReachable: tri(conditionOf(status, 'InterfacesReachable')?.status),
     ...(publishedCard !== undefined ? { publishedCard } : {}),
+    ...(withheld ? { policyWithheld: policy.message ?? '' } : {}),
   };
 }
 

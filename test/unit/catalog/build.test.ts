@@ -81,6 +81,14 @@ describe('an AgentCard as a catalog entry', () => {
     expect(buildEntry(view('slow', { ready: 'False' }), { ...opts, requireReady: false }).ok).toBe(true);
   });
 
+  it('leaves out a card an Enforce policy fails, whatever requireReady says', () => {
+    const withheld = view('big', { policyWithheld: 'fails 1 rule: ClusterAgentPolicy p, rule small' });
+    expect(buildEntry(withheld, { ...opts, requireReady: false })).toEqual({
+      ok: false,
+      skip: 'team-a/big: withheld by policy (fails 1 rule: ClusterAgentPolicy p, rule small)',
+    });
+  });
+
   it("uses the card-url annotation, a named audience's first exact host, and refuses what is not a URL", () => {
     expect(
       cardLocation(

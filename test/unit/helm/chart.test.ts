@@ -823,8 +823,12 @@ describe('monitoring (opt-in)', async () => {
         'WebhookCertificateExpiring',
         'AgentCardPodsMissingSidecar',
         'AgentCardNotServedAsSigned',
+        'AgentCardHeldByPolicy',
+        'AgentPolicyViolations',
       ]),
     );
+    expect(alerts.AgentCardHeldByPolicy!.expr).toContain('reason="PolicyViolation"');
+    expect(alerts.AgentPolicyViolations!.expr).toContain('agentcard_policy_violations');
     expect(alerts.AgentCardNotServedAsSigned!.expr).toContain('agentcard_served_card');
     expect(alerts.AgentInterfaceUnreachable!.for).toBe('10m');
     expect(alerts.AgentInterfaceUnreachable!.expr).toContain('agentcard_probe_success');
@@ -849,6 +853,7 @@ describe('monitoring (opt-in)', async () => {
     );
     expect(byTitle['Reconciles by result']).toContain('controller_runtime_reconcile_total');
     expect(byTitle['Queue wait p99 by lane']).toContain('by (name, priority, le)');
+    expect(byTitle['Policy violations by rule']).toContain('agentcard_policy_violations');
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cardFingerprint } from '../../../../operator/controllers/catalogs/card-view.ts';
+import { cardFingerprint, cardView } from '../../../../operator/controllers/catalogs/card-view.ts';
 import type { AgentCardObject } from '../../../../operator/api/objects.ts';
 
 function card(status: Record<string, unknown>, version = '1.0.0'): AgentCardObject {
@@ -28,5 +28,23 @@ describe('cardFingerprint (what a catalog reads of a card)', () => {
     expect(
       cardFingerprint(card({ conditions: [{ type: 'Ready', status: 'False', observedGeneration: 1 }] })),
     ).not.toBe(print);
+  });
+
+  it('reads a PolicyEnforced verdict of the current generation only', () => {
+    const policy = (reason: string, observedGeneration = 1) => ({
+      type: 'PolicyCompliant',
+      status: 'False',
+      reason,
+      message: 'fails 1 rule',
+      observedGeneration,
+    });
+    const withConditions = (c: unknown) =>
+      card(ready({ conditions: [{ type: 'Ready', status: 'True', observedGeneration: 1 }, c] }));
+    expect(cardView(withConditions(policy('PolicyEnforced'))).policyWithheld).toBe('fails 1 rule');
+    expect(cardView(withConditions(policy('PolicyViolation'))).policyWithheld).toBeUndefined();
+    expect(cardView(withConditions(policy('PolicyEnforced', 0))).policyWithheld).toBeUndefined();
+    expect(cardFingerprint(withConditions(policy('PolicyEnforced')))).not.toBe(
+      cardFingerprint(card(ready())),
+    );
   });
 });
