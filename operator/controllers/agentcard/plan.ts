@@ -473,9 +473,9 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       })
     : undefined;
   // Ready is not known yet (reachability rules never hold publishing): it is judged in cardPlan.
-  const hold = judged ? enforceHold(judgeCard(judged.policies, judged.subject)) : undefined;
-  if (hold) {
-    return decision({
+  // A held card: nothing is written, so the last good card stays served.
+  const held = (reason: 'PolicyViolation' | 'BreakingChangeHeld', why: string) =>
+    decision({
       spec,
       signingNote: signedVariants.note,
       ...certificates,
@@ -483,10 +483,11 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       conditions: [
         accepted,
         ...keyConditions,
-        at({ type: 'Published', status: 'False', reason: 'PolicyViolation', message: `${hold}; ${served}` }),
+        at({ type: 'Published', status: 'False', reason, message: `${why}; ${served}` }),
       ],
     });
-  }
+  const hold = judged ? enforceHold(judgeCard(judged.policies, judged.subject)) : undefined;
+  if (hold) return held('PolicyViolation', hold);
   // The change against the card served now: classified, and held when spec.changes says so.
   const change = decideChange({
     name,
@@ -499,24 +500,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
     policy: spec.changes?.breaking,
     accept: resource.metadata.annotations?.[ACCEPT_BREAKING_ANNOTATION],
   });
-  if (change.action === 'hold') {
-    return decision({
-      spec,
-      signingNote: signedVariants.note,
-      ...certificates,
-      ...(judged ? { policy: judged } : {}),
-      conditions: [
-        accepted,
-        ...keyConditions,
-        at({
-          type: 'Published',
-          status: 'False',
-          reason: 'BreakingChangeHeld',
-          message: `${change.message}; ${served}`,
-        }),
-      ],
-    });
-  }
+  if (change.action === 'hold') return held('BreakingChangeHeld', change.message);
   return decision({
     spec,
     signingNote: signedVariants.note,
