@@ -262,9 +262,10 @@ async function startProcess(command: string, args: string[], port: number): Prom
   }
 }
 
-function accepts(port: number): Promise<boolean> {
+/** Whether `address:port` accepts a TCP connection now. */
+export function accepts(port: number, address = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = connect(port, address);
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
@@ -273,7 +274,8 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-async function stopProcess(child: ChildProcess): Promise<void> {
+/** Stops a server process: SIGTERM, then SIGKILL after 5 s. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   // nginx and HAProxy stop at once on SIGTERM (fast shutdown).

@@ -3,11 +3,11 @@
  * that each is a host of its own), for the served-card check: one passes the card through, one
  * rewrites it with `sub_filter`, one strips its signatures by renaming the member.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { accepts, stopProcess } from './card-servers.ts';
 
 export interface Proxy {
   address: string;
@@ -60,7 +60,7 @@ ${opts.extra ?? ''}
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const deadline = Date.now() + 10_000;
-  while (!(await accepts(opts.address, opts.port))) {
+  while (!(await accepts(opts.port, opts.address))) {
     if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}: ${stderr}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
@@ -72,28 +72,8 @@ ${opts.extra ?? ''}
     address: opts.address,
     port: opts.port,
     async close() {
-      await stop(child);
+      await stopProcess(child);
       await rm(tmp, { recursive: true, force: true });
     },
   };
-}
-
-function accepts(address: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, address);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(force);
 }
