@@ -33,6 +33,11 @@ export interface CheckedCertificate {
   x5c: string[];
   facts: CertificateFacts;
   privateKey: KeyObject;
+  /**
+   * The certificates of the Secret's `ca.crt` (base64 DER; empty without one): the trust anchors
+   * a policy verifies the chain's identity against (operator/policy/signer.ts).
+   */
+  anchors: string[];
 }
 
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+?-----END CERTIFICATE-----/g;
@@ -221,8 +226,9 @@ export function checkCertificateKey(
     }
     checkValidity(chain[i]!, `tls.crt: certificate ${i + 1}`, now);
   }
+  let roots: X509Certificate[] = [];
   if (material.ca !== undefined && material.ca.trim() !== '') {
-    const roots = parseCertificates(material.ca, 'ca.crt');
+    roots = parseCertificates(material.ca, 'ca.crt');
     const top = chain[chain.length - 1]!;
     const anchored = roots.some((r) => r.fingerprint256 === top.fingerprint256 || issuedBy(top, r));
     if (!anchored) {
@@ -237,6 +243,7 @@ export function checkCertificateKey(
   return {
     x5c: sent.map((c) => c.raw.toString('base64')),
     privateKey,
+    anchors: roots.map((c) => c.raw.toString('base64')),
     facts: {
       subject: dn(leaf.subject),
       issuer: dn(leaf.issuer),

@@ -29,6 +29,8 @@ export type SigningKey = {
   readonly x5c?: readonly string[];
   /** A certificate key: the leaf certificate's public facts. */
   readonly certificate?: Readonly<CertificateFacts>;
+  /** A certificate key: its Secret's `ca.crt` certificates (base64 DER), the chain's trust anchors. */
+  readonly anchors?: readonly string[];
 };
 
 const privateKeys = new WeakMap<SigningKey, jose.CryptoKey>();
@@ -150,13 +152,13 @@ export async function importCertificateSigningKey(
 ): Promise<SigningKey> {
   const checked = checkCertificateKey(material, opts.now ?? new Date());
   const pem = checked.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
-  return importKey(pem, opts, { x5c: checked.x5c, certificate: checked.facts });
+  return importKey(pem, opts, { x5c: checked.x5c, certificate: checked.facts, anchors: checked.anchors });
 }
 
 async function importKey(
   material: string,
   opts: { kid?: string; alg?: string },
-  cert?: { x5c: string[]; certificate: CertificateFacts },
+  cert?: { x5c: string[]; certificate: CertificateFacts; anchors: string[] },
 ): Promise<SigningKey> {
   if (typeof material !== 'string' || material.trim() === '') throw new UserError('the key is empty');
   const { key, jwk } = parsePrivateKey(material);
@@ -200,6 +202,7 @@ async function importKey(
       ? {
           x5c: Object.freeze([...cert.x5c]),
           certificate: Object.freeze({ ...cert.certificate, identities: [...cert.certificate.identities] }),
+          anchors: Object.freeze([...cert.anchors]),
         }
       : {}),
     toJSON: () => ({ kid, alg, ...(cert ? { certificate: cert.certificate.subject } : {}) }),

@@ -45,12 +45,25 @@ export interface CardView {
 export interface Facts {
   /** Whether the published card carries a signature. */
   signed?: boolean;
-  /** The verified identities (URI SANs) of the certificates that signed the published card. */
+  /**
+   * The identities (URI SANs) of the certificates that signed the published card, each proven
+   * by a chain that verifies to the certificate's trust anchors (signer.ts).
+   */
   signerIdentities?: readonly string[];
+  /** Certificate signatures whose identity is not proven, and why: they match no pattern. */
+  unverifiedSigners?: readonly UnverifiedSigner[];
   /** status.source.signature.result of an adopted card. */
   sourceSignature?: 'Verified' | 'Invalid' | 'Unsigned' | 'NotChecked';
   /** Whether the Ready condition is True. */
   ready?: boolean;
+}
+
+/** A certificate key whose identity is not proven, and why (for the rule's report). */
+export interface UnverifiedSigner {
+  kid: string;
+  /** The URI SAN the leaf claims, when it has one. */
+  claimed?: string;
+  reason: string;
 }
 
 export interface Subject {
@@ -255,14 +268,7 @@ function checkTrust(rule: TrustRule, subject: Subject): Check[] {
     else {
       const ok = facts.signerIdentities.some((id) => patterns.some((p) => identityMatches(p, id)));
       checks.push({
-        violations: ok
-          ? []
-          : [
-              {
-                path: signing,
-                detail: `signed by ${facts.signerIdentities.length ? facts.signerIdentities.map((i) => `"${i}"`).join(', ') : 'no certificate identity'}; expected ${patterns.map((p) => `"${p}"`).join(' or ')}`,
-              },
-            ],
+        violations: ok ? [] : [{ path: signing, detail: identityDetail(facts, patterns) }],
       });
     }
   }
@@ -283,6 +289,22 @@ function checkTrust(rule: TrustRule, subject: Subject): Check[] {
       });
   }
   return checks;
+}
+
+/** Why no signer identity matches: who signed, which claims are not proven, what was expected. */
+function identityDetail(facts: Facts, patterns: readonly string[]): string {
+  const verified = facts.signerIdentities ?? [];
+  const unverified = facts.unverifiedSigners ?? [];
+  const signedBy = verified.length
+    ? `signed by ${verified.map((i) => `"${i}"`).join(', ')}`
+    : unverified.length
+      ? 'signed by no verified certificate identity'
+      : 'signed by no certificate identity';
+  const claims = unverified.map(
+    (u) =>
+      `; the certificate of kid "${u.kid}"${u.claimed ? ` claims "${u.claimed}", but` : ''} does not prove it: ${u.reason}`,
+  );
+  return `${signedBy}${claims.join('')}; expected ${patterns.map((p) => `"${p}"`).join(' or ')}`;
 }
 
 function checkReachability(subject: Subject): Check[] {

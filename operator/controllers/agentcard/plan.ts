@@ -467,7 +467,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
         card: validation.card,
         bytes: byteLength(files.card),
         facts: {
-          ...signingFacts(keys),
+          ...signingFacts(keys, input.now),
           ...(source?.status?.signature ? { sourceSignature: source.status.signature.result } : {}),
         },
       })

@@ -21,6 +21,7 @@ import {
   type Subject,
 } from '../../policy/evaluate.ts';
 import type { Policy } from '../../policy/resource.ts';
+import { signerFacts } from '../../policy/signer.ts';
 import { specCardViews } from '../../policy/subject.ts';
 import type { AgentCardSpec } from '../../card/resource.ts';
 import type { AgentCard } from '../../card/schema.ts';
@@ -39,15 +40,15 @@ export interface PolicyInput {
 /** A condition message stays readable in `kubectl describe`: at most this many characters. */
 export const MAX_POLICY_MESSAGE = 1024;
 
-/** A URI SAN (a SPIFFE ID), not a DNS name: it has a scheme. */
-const isUri = (id: string) => /^[a-z][a-z0-9+.-]*:/i.test(id);
-
-/** What the signature about to be published says of its signer (verified certificates only). */
-export function signingFacts(keys: readonly SigningKey[]): Pick<Facts, 'signed' | 'signerIdentities'> {
-  return {
-    signed: keys.length > 0,
-    signerIdentities: keys.flatMap((k) => (k.certificate?.identities ?? []).filter(isUri)),
-  };
+/**
+ * What the signature about to be published says of its signer: only an identity whose chain
+ * verifies to its Secret's ca.crt counts (operator/policy/signer.ts).
+ */
+export function signingFacts(
+  keys: readonly SigningKey[],
+  now: Date,
+): Pick<Facts, 'signed' | 'signerIdentities' | 'unverifiedSigners'> {
+  return signerFacts(keys, now);
 }
 
 /**

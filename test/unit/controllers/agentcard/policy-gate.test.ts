@@ -18,6 +18,7 @@ import { parsePolicy } from '../../../../operator/policy/parse.ts';
 import type { Mode, Policy } from '../../../../operator/policy/resource.ts';
 import type { SecretView } from '../../../../operator/signing/keys.ts';
 import { sampleCard } from '../../../support/cards.ts';
+import { createRoot, issueLeaf, keyPem, tlsSecretEntries } from '../../../support/signing-certs.ts';
 
 const now = new Date('2030-01-01T00:00:00Z');
 
@@ -135,6 +136,52 @@ describe('planReconcile with policies', () => {
       'Warning PolicyViolation',
       'Warning PolicyViolation',
     ]);
+  });
+
+  it('Enforce: a certificate identity its chain does not prove is held, and the report says so', async () => {
+    // The Secret is valid for signing (no ca.crt: nothing to check the chain against), and its
+    // leaf claims the card's own namespace; a certificate issued to the Secret's CA is accepted.
+    const self = await createRoot('self');
+    const claimed = await issueLeaf(self, { uri: 'spiffe://example.org/ns/agents/sa/default' });
+    const tls = (entries: Record<string, string>): SecretView => ({
+      data: Object.fromEntries(
+        Object.entries(entries).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+      ),
+      labelled: true,
+    });
+    const own = {
+      name: 'own-namespace',
+      message: 'Signed by its own namespace',
+      trust: { signerIdentities: ['spiffe://example.org/ns/{namespace}/*'] },
+    };
+    const certCard = {
+      metadata: { name: 'weather', namespace: 'agents', uid: 'u1', generation: 1 },
+      spec: { card: sampleCard('1.0.0'), signing: { keys: [{ certificate: { secretName: 'tls' } }] } },
+    } as AgentCardObject;
+    const plan = async (secret: SecretView) =>
+      planReconcile({
+        ...input(certCard, secret, [clusterPolicy('p', 'Enforce', [own])]),
+        secrets: new Map([['tls', secret]]),
+        now: new Date(),
+      });
+
+    const held = await plan(
+      tls({ 'tls.crt': claimed.cert.toString('pem'), 'tls.key': await keyPem(claimed.keys) }),
+    );
+    expect(condition(held, 'Signed')).toMatchObject({ status: 'True' });
+    expect(held.configMap).toBeUndefined();
+    const compliant = condition(held, 'PolicyCompliant')!;
+    expect(compliant).toMatchObject({ status: 'False', reason: 'PolicyEnforced' });
+    expect(compliant.message).toContain('rule own-namespace (Enforce)');
+    expect(compliant.message).toContain('signed by no verified certificate identity');
+    expect(compliant.message).toContain('its Secret has no ca.crt');
+
+    const issued = await tlsSecretEntries({ uri: 'spiffe://example.org/ns/agents/sa/default' });
+    const published = await plan(
+      tls({ 'tls.crt': issued['tls.crt'], 'tls.key': issued['tls.key'], 'ca.crt': issued['ca.crt'] }),
+    );
+    expect(published.configMap).toBeDefined();
+    expect(condition(published, 'PolicyCompliant')).toMatchObject({ status: 'True' });
   });
 
   it('Enforce on a compliant card: published, PolicyCompliant=True', async () => {
