@@ -771,6 +771,12 @@ export const SignatureCertificateSchema = z
     identities: z
       .array(z.string())
       .describe('Its subject alternative names: URIs (such as a SPIFFE ID) first, then DNS names.'),
+    verifiedIdentity: z
+      .string()
+      .describe(
+        "The identity (URI SAN) the certificate proves: its chain verifies to its Secret's ca.crt. Policy trust rules count only this identity; absent, the certificate proves none (the PolicyCompliant condition says why).",
+      )
+      .optional(),
     notAfter: time('When the certificate expires'),
   })
   .describe('The certificate of a signature (signing.keys[].certificate), as carried in its x5c header.');

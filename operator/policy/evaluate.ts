@@ -14,6 +14,7 @@ import { findInstructions } from '../card/instructions.ts';
 import { formatPath, type PathSegment } from '../card/problem.ts';
 import { serializeCard } from '../card/serialize.ts';
 import { identityMatches } from '../card/x5c.ts';
+import type { UnverifiedSigner } from '../signing/identity.ts';
 import { CLUSTER_POLICY_KIND, POLICY_KIND } from '../api/names.ts';
 import {
   expandIdentityPattern,
@@ -56,14 +57,6 @@ export interface Facts {
   sourceSignature?: 'Verified' | 'Invalid' | 'Unsigned' | 'NotChecked';
   /** Whether the Ready condition is True. */
   ready?: boolean;
-}
-
-/** A certificate key whose identity is not proven, and why (for the rule's report). */
-export interface UnverifiedSigner {
-  kid: string;
-  /** The URI SAN the leaf claims, when it has one. */
-  claimed?: string;
-  reason: string;
 }
 
 export interface Subject {

@@ -88,7 +88,7 @@ export const TrustRuleSchema = z
       .optional(),
     signerIdentities: unique(IdentityPatternSchema, 'identity pattern')
       .describe(
-        "The published card must carry a signature whose certificate's identity (its URI SAN, verified against the operator's trust) matches one of these patterns.",
+        "The published card must carry a signature whose certificate's identity (its URI SAN) matches one of these patterns. Only an identity the certificate proves counts: its chain (x5c) must verify to the ca.crt of its Secret (status.signatures[].certificate.verifiedIdentity).",
       )
       .optional(),
     sourceSignature: z

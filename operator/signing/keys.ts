@@ -10,6 +10,7 @@ import { describeError, UserError } from '../errors.ts';
 import type { CardSignedReason } from '../api/reasons.ts';
 import type { AgentCardSpec, AgentCardStatus, Condition } from '../card/resource.ts';
 import { importCertificateSigningKey, importSigningKey, type SigningKey } from '../card/sign.ts';
+import { verifySignerIdentity } from './identity.ts';
 import type { IssuanceState } from './issuance.ts';
 
 type ConditionStatus = Condition['status'];
@@ -299,8 +300,15 @@ async function loadCertificateKey(
   }
 }
 
-/** status.signatures[] of one key: kid, alg and, for a certificate key, its public facts. */
-export function signatureStatus(k: SigningKey): NonNullable<AgentCardStatus['signatures']>[number] {
+/**
+ * status.signatures[] of one key: kid, alg and, for a certificate key, its public facts; given
+ * `now`, also the identity its chain proves (identity.ts), which the policy controller judges by.
+ */
+export function signatureStatus(
+  k: SigningKey,
+  now?: Date,
+): NonNullable<AgentCardStatus['signatures']>[number] {
+  const proven = k.x5c && now ? verifySignerIdentity(k, now) : undefined;
   return {
     kid: k.kid,
     alg: k.alg,
@@ -310,6 +318,7 @@ export function signatureStatus(k: SigningKey): NonNullable<AgentCardStatus['sig
             subject: k.certificate.subject,
             issuer: k.certificate.issuer,
             identities: [...k.certificate.identities],
+            ...(proven && 'identity' in proven ? { verifiedIdentity: proven.identity } : {}),
             notAfter: k.certificate.notAfter.replace(/\.\d{3}Z$/, 'Z'),
           },
         }

@@ -517,7 +517,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
         version: validation.card.version,
         configMap: cmName,
       },
-      signatures: keys.map(signatureStatus),
+      signatures: keys.map((k) => signatureStatus(k, input.now)),
       audiences: audienceStatus(others, wanted),
       jwks: files.jwks,
     },

@@ -44,6 +44,7 @@ import { offlineFacts, specCardViews } from '../../policy/subject.ts';
 import { getCondition, setConditions, type ConditionInput } from '../../runtime/conditions.ts';
 import type { Condition } from '../../runtime/condition-types.ts';
 import { sortedJson } from '../../runtime/sorted-json.ts';
+import type { UnverifiedSigner } from '../../signing/identity.ts';
 
 /** The annotation of a generated object naming its policy's key (`AgentPolicy/ns/name`). */
 export const POLICY_REF_ANNOTATION = `${GROUP}/policy-ref`;
@@ -72,7 +73,7 @@ interface CardStatusView {
   observedGeneration?: number;
   conditions?: Array<{ type?: string; status?: string; observedGeneration?: number }>;
   card?: unknown;
-  signatures?: Array<{ certificate?: { identities?: unknown } }>;
+  signatures?: Array<{ kid?: unknown; certificate?: { identities?: unknown; verifiedIdentity?: unknown } }>;
   source?: { signature?: { result?: Facts['sourceSignature'] } };
 }
 
@@ -94,10 +95,27 @@ export function cardFacts(card: AgentCardObject): Facts {
   if (status.card !== undefined) {
     const signatures = Array.isArray(status.signatures) ? status.signatures : [];
     facts.signed = signatures.length > 0;
-    facts.signerIdentities = signatures.flatMap((s) => {
-      const ids = s.certificate?.identities;
-      return Array.isArray(ids) ? ids.filter((i): i is string => typeof i === 'string' && isUri(i)) : [];
-    });
+    // Only an identity its chain proves counts (operator/signing/identity.ts); a certificate
+    // that proves none is reported with what it claims.
+    const identities: string[] = [];
+    const unverified: UnverifiedSigner[] = [];
+    for (const sig of signatures) {
+      const cert = sig.certificate;
+      if (!cert) continue;
+      if (typeof cert.verifiedIdentity === 'string') identities.push(cert.verifiedIdentity);
+      else {
+        const ids = Array.isArray(cert.identities) ? cert.identities : [];
+        const claimed = ids.find((i): i is string => typeof i === 'string' && isUri(i));
+        unverified.push({
+          kid: typeof sig.kid === 'string' ? sig.kid : '',
+          ...(claimed ? { claimed } : {}),
+          reason:
+            "its chain does not verify to its Secret's ca.crt (the card's PolicyCompliant condition says why)",
+        });
+      }
+    }
+    facts.signerIdentities = identities;
+    if (unverified.length) facts.unverifiedSigners = unverified;
   }
   const sourceResult = status.source?.signature?.result;
   if (sourceResult) facts.sourceSignature = sourceResult;

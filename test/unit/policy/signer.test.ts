@@ -1,5 +1,5 @@
 /**
- * A trust rule's signer identity (operator/policy/signer.ts): only an identity whose x5c chain
+ * A trust rule's signer identity (operator/signing/identity.ts, operator/policy/signer.ts): only an identity whose x5c chain
  * verifies to its Secret's ca.crt counts. The signing key checks (certificate.ts) accept every
  * certificate below, so each case is one a namespace user could sign with.
  */
@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { importCertificateSigningKey, type SigningKey } from '../../../operator/card/sign.ts';
 import { evaluatePolicy, type Subject } from '../../../operator/policy/evaluate.ts';
 import { parsePolicy } from '../../../operator/policy/parse.ts';
-import { signerFacts, verifySignerIdentity } from '../../../operator/policy/signer.ts';
+import { signerFacts } from '../../../operator/policy/signer.ts';
+import { verifySignerIdentity } from '../../../operator/signing/identity.ts';
 import {
   createIntermediate,
   createRoot,

@@ -182,6 +182,11 @@ describe('planReconcile with policies', () => {
     );
     expect(published.configMap).toBeDefined();
     expect(condition(published, 'PolicyCompliant')).toMatchObject({ status: 'True' });
+    // The status says which identity is proven: the policy controller's counts judge by it.
+    expect(published.status.signatures?.[0]?.certificate).toMatchObject({
+      identities: ['spiffe://example.org/ns/agents/sa/default'],
+      verifiedIdentity: 'spiffe://example.org/ns/agents/sa/default',
+    });
   });
 
   it('Enforce on a compliant card: published, PolicyCompliant=True', async () => {

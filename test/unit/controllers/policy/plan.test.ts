@@ -95,7 +95,15 @@ describe('cardFacts', () => {
     expect(cardFacts(card('a', 'https://a.example.com'))).toEqual({ signed: false });
   });
 
-  it('takes signatures, URI identities, the source result and Ready from a current status', () => {
+  const certificate = (identity: string, verified: boolean) => ({
+    subject: '',
+    issuer: '',
+    identities: [identity, 'a.example.com'],
+    ...(verified ? { verifiedIdentity: identity } : {}),
+    notAfter: '2030-01-01T00:00:00Z',
+  });
+
+  it('takes signatures, proven identities, the source result and Ready from a current status', () => {
     const facts = cardFacts(
       card('a', 'https://a.example.com', {
         signing,
@@ -104,12 +112,7 @@ describe('cardFacts', () => {
             {
               kid: 'k',
               alg: 'ES256',
-              certificate: {
-                subject: '',
-                issuer: '',
-                identities: ['spiffe://example.org/ns/team-a/sa/default', 'a.example.com'],
-                notAfter: '2030-01-01T00:00:00Z',
-              },
+              certificate: certificate('spiffe://example.org/ns/team-a/sa/default', true),
             },
           ],
           source: { signature: { result: 'Verified' } },
@@ -142,6 +145,34 @@ describe('cardFacts', () => {
       },
     });
     expect(cardFacts(unknown)).toEqual({});
+  });
+
+  it('an identity its chain does not prove is not counted, and is reported as a claim', () => {
+    const facts = cardFacts(
+      card('a', 'https://a.example.com', {
+        signing,
+        status: published(2, {
+          signatures: [
+            {
+              kid: 'k',
+              alg: 'ES256',
+              certificate: certificate('spiffe://example.org/ns/team-a/sa/default', false),
+            },
+          ],
+        }),
+      }),
+    );
+    expect(facts).toEqual({
+      signed: true,
+      signerIdentities: [],
+      unverifiedSigners: [
+        {
+          kid: 'k',
+          claimed: 'spiffe://example.org/ns/team-a/sa/default',
+          reason: expect.stringContaining("its chain does not verify to its Secret's ca.crt"),
+        },
+      ],
+    });
   });
 
   it('a signature without a certificate is signed with no identity', () => {
