@@ -1,0 +1,200 @@
+// Issue #35's "Done when" on the real API server, with cert-manager's real controllers and a CA
+// Issuer: a ClusterAgentPolicy requires a signature by spiffe://example.org/ns/{namespace}/* and
+// https interfaces.
+// - Enforce: an http card is refused at `kubectl apply` with the rule's message (the generated
+//   ValidatingAdmissionPolicy); a card signed with a certificate the CA issued for another
+//   namespace's identity (a Certificate a namespace user may request from a shared issuer,
+//   docs/security.md) is never published, and its PolicyCompliant condition names the rule; a
+//   card whose identity the operator requested (issuerRef) is published.
+// - Audit: the same foreign-signed card is published; only the condition, an Event and the
+//   violations metric say it fails.
+// What the other policy files prove (every admission detail, the hold keeping the last good
+// card, catalogs) is not repeated. The policy is narrowed to this file's namespace.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { configMapName } from '../../operator/api/names.ts';
+import {
+  caIssuer,
+  startCertManager,
+  waitForCertificateReady,
+  type CertManager,
+} from '../support/cert-manager.ts';
+import { kubeconfigPath } from '../support/cluster.ts';
+import {
+  agentCard,
+  condition,
+  installPolicyCrds,
+  metricValue,
+  operatorMetrics,
+  sampleCard,
+  useOperatorInNamespace,
+  waitFor,
+} from '../support/operator.ts';
+import { runTool } from '../support/tools.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'agentcard-policy-identity-'));
+let certManager: CertManager | undefined;
+const ISSUER = 'test-ca';
+
+const { kc, api, ns, op } = useOperatorInNamespace('policy-id', {
+  flags: ['--policies', '--cluster-policies', '--cert-manager', '--trust-domain', 'example.org'],
+  before: async () => {
+    await installPolicyCrds(kc);
+    certManager = await startCertManager({ namespace: ns.name, logFile: join(tmp, 'cert-manager.log') });
+    await caIssuer(ns.name, { name: ISSUER });
+  },
+  after: async () => {
+    await custom
+      .deleteClusterCustomObject({ ...GROUP, plural: 'clusteragentpolicies', name: policyName() })
+      .catch(() => undefined);
+    await certManager?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  },
+});
+const custom = kc.makeApiClient(CustomObjectsApi);
+const GROUP = { group: 'agentcard.dev', version: 'v1alpha1' };
+const OWN = 'Cards are signed by a workload identity of their own namespace';
+const HTTPS = 'Every A2A interface must use https';
+
+const policyName = () => `pi-${ns.name}`.slice(0, 63);
+const policy = (mode: string) => ({
+  apiVersion: 'agentcard.dev/v1alpha1',
+  kind: 'ClusterAgentPolicy',
+  metadata: { name: policyName() },
+  spec: {
+    mode,
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns.name } },
+    rules: [
+      {
+        name: 'own-namespace',
+        message: OWN,
+        trust: { signerIdentities: ['spiffe://example.org/ns/{namespace}/*'] },
+      },
+      { name: 'https-only', message: HTTPS, content: { allowedSchemes: ['https'] } },
+    ],
+  },
+});
+const apply = (obj: unknown) =>
+  runTool('kubectl', ['apply', '--server-side', '-f', '-'], {
+    kubeconfig: kubeconfigPath(),
+    input: JSON.stringify(obj),
+  });
+
+async function ready(): Promise<void> {
+  await waitFor('the policy to be Ready for its generation', async () => {
+    const p = (await custom.getClusterCustomObject({
+      ...GROUP,
+      plural: 'clusteragentpolicies',
+      name: policyName(),
+    })) as {
+      metadata: { generation: number };
+      status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string }> };
+    };
+    return p.status?.observedGeneration === p.metadata.generation &&
+      p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+      ? true
+      : undefined;
+  });
+}
+
+const issuerRef = { keys: [{ issuerRef: { name: ISSUER } }] };
+const card = (name: string, signing: unknown, url = `https://${name}.example.com/a2a`) =>
+  agentCard(ns.name, name, {
+    card: sampleCard('1.0.0', {
+      supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    }),
+    signing,
+  });
+
+describe('a ClusterAgentPolicy on signer identity and https', () => {
+  it('Enforce refuses and holds; Audit only reports', async () => {
+    // A certificate of the namespace's CA for another namespace's identity.
+    const foreignIdentity = `spiffe://example.org/ns/${ns.name}-other/sa/default`;
+    await custom.createNamespacedCustomObject({
+      group: 'cert-manager.io',
+      version: 'v1',
+      namespace: ns.name,
+      plural: 'certificates',
+      body: {
+        apiVersion: 'cert-manager.io/v1',
+        kind: 'Certificate',
+        metadata: { name: 'foreign' },
+        spec: {
+          secretName: 'foreign-tls',
+          uris: [foreignIdentity],
+          usages: ['digital signature'],
+          privateKey: { algorithm: 'ECDSA', size: 256 },
+          issuerRef: { name: ISSUER, kind: 'Issuer', group: 'cert-manager.io' },
+        },
+      },
+    });
+    expect((await apply(policy('Enforce'))).code).toBe(0);
+    await ready();
+
+    // At admission: the API server's plugin loads the generated policy within seconds.
+    const refused = await waitFor('the http card to be refused', async () => {
+      const r = await apply(card('plain', issuerRef, 'http://plain.example.com/a2a'));
+      return r.code !== 0 ? r : undefined;
+    });
+    expect(refused.stderr).toContain(
+      `spec.card.supportedInterfaces[0].url: ${HTTPS} (ClusterAgentPolicy ${policyName()}, rule https-only)`,
+    );
+
+    await waitForCertificateReady(ns.name, 'foreign');
+    expect(
+      (await apply(card('foreign', { keys: [{ certificate: { secretName: 'foreign-tls' } }] }))).code,
+    ).toBe(0);
+    expect((await apply(card('own', issuerRef))).code).toBe(0);
+
+    const own = await waitFor(
+      'the own-namespace card to be published',
+      async () => {
+        const c = await api.getCard(ns.name, 'own');
+        return condition(c, 'Published')?.status === 'True' ? c : undefined;
+      },
+      60_000,
+    );
+    expect(condition(own, 'PolicyCompliant')).toMatchObject({ status: 'True', reason: 'Compliant' });
+    expect(await api.getConfigMap(ns.name, configMapName('own'))).toBeDefined();
+
+    const held = await waitFor('the foreign-signed card to be held', async () => {
+      const c = await api.getCard(ns.name, 'foreign');
+      return condition(c, 'PolicyCompliant')?.reason === 'PolicyEnforced' ? c : undefined;
+    });
+    expect(condition(held, 'Signed')?.status).toBe('True');
+    expect(condition(held, 'Published')).toMatchObject({ status: 'False', reason: 'PolicyViolation' });
+    const enforced = condition(held, 'PolicyCompliant')!.message;
+    expect(enforced).toContain(`ClusterAgentPolicy ${policyName()}, rule own-namespace (Enforce): ${OWN}`);
+    expect(enforced).toContain(`signed by "${foreignIdentity}"`);
+    expect(await api.getConfigMap(ns.name, configMapName('foreign'))).toBeUndefined();
+
+    // Audit: the same cards, only the policy's mode changes.
+    expect((await apply(policy('Audit'))).code).toBe(0);
+    const published = await waitFor('the foreign-signed card published under Audit', async () => {
+      const c = await api.getCard(ns.name, 'foreign');
+      return condition(c, 'Published')?.status === 'True' ? c : undefined;
+    });
+    expect(await api.getConfigMap(ns.name, configMapName('foreign'))).toBeDefined();
+    expect(condition(published, 'PolicyCompliant')).toMatchObject({
+      status: 'False',
+      reason: 'PolicyViolation',
+    });
+    expect(condition(published, 'PolicyCompliant')!.message).toContain('rule own-namespace (Audit)');
+    const event = await waitFor('a PolicyViolation Event on the card', async () =>
+      (await api.events(ns.name, 'foreign')).find((e) => e.reason === 'PolicyViolation'),
+    );
+    expect(event.type).toBe('Warning');
+    expect(event.message).toContain('rule own-namespace');
+    const labels = { kind: 'ClusterAgentPolicy', namespace: '', policy: policyName(), rule: 'own-namespace' };
+    await waitFor(
+      'the violations metric to count the card',
+      async () =>
+        metricValue(await operatorMetrics(op.metricsPort()), 'agentcard_policy_violations', labels) === 1,
+    );
+    // The http card is admitted now: Audit adds no refusal.
+    expect((await apply(card('plain', issuerRef, 'http://plain.example.com/a2a'))).code).toBe(0);
+  }, 180_000);
+});
