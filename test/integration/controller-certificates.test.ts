@@ -101,6 +101,7 @@ describe('certificate signing keys', () => {
       subject: 'CN=agent',
       issuer: 'CN=signing intermediate CA',
       identities: [SPIFFE],
+      verifiedIdentity: SPIFFE, // the chain verifies to the Secret's ca.crt
       notAfter: first.leaf.notAfter.toISOString().replace(/\.\d{3}Z$/, 'Z'),
     });
     expect(condition(signed, 'CertificatesValid')).toMatchObject({ status: 'True', reason: 'Valid' });
