@@ -5,7 +5,8 @@
 //   ValidatingAdmissionPolicy); a card signed with a certificate the CA issued for another
 //   namespace's identity (a Certificate a namespace user may request from a shared issuer,
 //   docs/security.md) is never published, and its PolicyCompliant condition names the rule; a
-//   card whose identity the operator requested (issuerRef) is published.
+//   card whose identity the operator requested (issuerRef) is published; a self-signed
+//   certificate claiming the namespace's own identity proves none, and is held too.
 // - Audit: the same foreign-signed card is published; only the condition, an Event and the
 //   violations metric say it fails.
 // What the other policy files prove (every admission detail, the hold keeping the last good
@@ -33,6 +34,7 @@ import {
   useOperatorInNamespace,
   waitFor,
 } from '../support/operator.ts';
+import { createRoot, issueLeaf, keyPem } from '../support/signing-certs.ts';
 import { runTool } from '../support/tools.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'agentcard-policy-identity-'));
@@ -135,13 +137,31 @@ describe('a ClusterAgentPolicy on signer identity and https', () => {
     await ready();
 
     // At admission: the API server's plugin loads the generated policy within seconds.
+    // A new name each try: a card admitted before the policy loaded would be an unchanged update.
+    let tries = 0;
     const refused = await waitFor('the http card to be refused', async () => {
-      const r = await apply(card('plain', issuerRef, 'http://plain.example.com/a2a'));
+      const r = await apply(card(`plain-${tries++}`, issuerRef, 'http://plain.example.com/a2a'));
       return r.code !== 0 ? r : undefined;
     });
     expect(refused.stderr).toContain(
       `spec.card.supportedInterfaces[0].url: ${HTTPS} (ClusterAgentPolicy ${policyName()}, rule https-only)`,
     );
+
+    // A Secret the namespace user wrote: a self-signed CA's leaf claiming the namespace's own
+    // identity, without ca.crt. It signs, but proves no identity.
+    const self = await createRoot('self');
+    const claimed = await issueLeaf(self, { uri: `spiffe://example.org/ns/${ns.name}/sa/default` });
+    await api.core.createNamespacedSecret({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'claimed-tls' },
+        type: 'kubernetes.io/tls',
+        stringData: { 'tls.crt': claimed.cert.toString('pem'), 'tls.key': await keyPem(claimed.keys) },
+      },
+    });
+    expect(
+      (await apply(card('claimed', { keys: [{ certificate: { secretName: 'claimed-tls' } }] }))).code,
+    ).toBe(0);
 
     await waitForCertificateReady(ns.name, 'foreign');
     expect(
@@ -170,6 +190,15 @@ describe('a ClusterAgentPolicy on signer identity and https', () => {
     expect(enforced).toContain(`ClusterAgentPolicy ${policyName()}, rule own-namespace (Enforce): ${OWN}`);
     expect(enforced).toContain(`signed by "${foreignIdentity}"`);
     expect(await api.getConfigMap(ns.name, configMapName('foreign'))).toBeUndefined();
+    const unproven = await waitFor('the card with an unproven identity to be held', async () => {
+      const c = await api.getCard(ns.name, 'claimed');
+      return condition(c, 'PolicyCompliant')?.reason === 'PolicyEnforced' ? c : undefined;
+    });
+    expect(condition(unproven, 'Signed')?.status).toBe('True');
+    expect(condition(unproven, 'PolicyCompliant')!.message).toContain(
+      'signed by no verified certificate identity',
+    );
+    expect(await api.getConfigMap(ns.name, configMapName('claimed'))).toBeUndefined();
 
     // Audit: the same cards, only the policy's mode changes.
     expect((await apply(policy('Audit'))).code).toBe(0);
@@ -192,9 +221,10 @@ describe('a ClusterAgentPolicy on signer identity and https', () => {
     await waitFor(
       'the violations metric to count the card',
       async () =>
-        metricValue(await operatorMetrics(op.metricsPort()), 'agentcard_policy_violations', labels) === 1,
+        // The card signed for another namespace, and the one whose identity is not proven.
+        metricValue(await operatorMetrics(op.metricsPort()), 'agentcard_policy_violations', labels) === 2,
     );
     // The http card is admitted now: Audit adds no refusal.
-    expect((await apply(card('plain', issuerRef, 'http://plain.example.com/a2a'))).code).toBe(0);
+    expect((await apply(card('plain-audit', issuerRef, 'http://plain.example.com/a2a'))).code).toBe(0);
   }, 180_000);
 });
