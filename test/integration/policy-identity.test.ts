@@ -7,8 +7,8 @@
 //   docs/security.md) is never published, and its PolicyCompliant condition names the rule; a
 //   card whose identity the operator requested (issuerRef) is published; a self-signed
 //   certificate claiming the namespace's own identity proves none, and is held too.
-// - Audit: the same foreign-signed card is published; only the condition, an Event and the
-//   violations metric say it fails.
+// - Audit: the held card is published, and so is a new one signed for another namespace; only
+//   the condition, an Event and the violations metric say they fail.
 // What the other policy files prove (every admission detail, the hold keeping the last good
 // card, catalogs) is not repeated. The policy is narrowed to this file's namespace.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -200,29 +200,35 @@ describe('a ClusterAgentPolicy on signer identity and https', () => {
     );
     expect(await api.getConfigMap(ns.name, configMapName('claimed'))).toBeUndefined();
 
-    // Audit: the same cards, only the policy's mode changes.
+    // Audit: only the policy's mode changes. The held card is published, and a new card signed
+    // for another namespace is published at once, with its own Event.
     expect((await apply(policy('Audit'))).code).toBe(0);
-    const published = await waitFor('the foreign-signed card published under Audit', async () => {
-      const c = await api.getCard(ns.name, 'foreign');
-      return condition(c, 'Published')?.status === 'True' ? c : undefined;
-    });
-    expect(await api.getConfigMap(ns.name, configMapName('foreign'))).toBeDefined();
-    expect(condition(published, 'PolicyCompliant')).toMatchObject({
-      status: 'False',
-      reason: 'PolicyViolation',
-    });
-    expect(condition(published, 'PolicyCompliant')!.message).toContain('rule own-namespace (Audit)');
-    const event = await waitFor('a PolicyViolation Event on the card', async () =>
-      (await api.events(ns.name, 'foreign')).find((e) => e.reason === 'PolicyViolation'),
+    await ready();
+    const foreignKey = { keys: [{ certificate: { secretName: 'foreign-tls' } }] };
+    expect((await apply(card('foreign-audit', foreignKey))).code).toBe(0);
+    for (const name of ['foreign', 'foreign-audit']) {
+      const published = await waitFor(`${name} published under Audit`, async () => {
+        const c = await api.getCard(ns.name, name);
+        return condition(c, 'Published')?.status === 'True' ? c : undefined;
+      });
+      expect(await api.getConfigMap(ns.name, configMapName(name))).toBeDefined();
+      expect(condition(published, 'PolicyCompliant')).toMatchObject({
+        status: 'False',
+        reason: 'PolicyViolation',
+      });
+      expect(condition(published, 'PolicyCompliant')!.message).toContain('rule own-namespace (Audit)');
+    }
+    const event = await waitFor('a PolicyViolation Event on the new card', async () =>
+      (await api.events(ns.name, 'foreign-audit')).find((e) => e.reason === 'PolicyViolation'),
     );
     expect(event.type).toBe('Warning');
-    expect(event.message).toContain('rule own-namespace');
+    expect(event.message).toContain(`rule own-namespace (Audit): ${OWN}`);
     const labels = { kind: 'ClusterAgentPolicy', namespace: '', policy: policyName(), rule: 'own-namespace' };
     await waitFor(
-      'the violations metric to count the card',
+      'the violations metric to count the cards',
       async () =>
-        // The card signed for another namespace, and the one whose identity is not proven.
-        metricValue(await operatorMetrics(op.metricsPort()), 'agentcard_policy_violations', labels) === 2,
+        // The two cards signed for another namespace, and the one whose identity is not proven.
+        metricValue(await operatorMetrics(op.metricsPort()), 'agentcard_policy_violations', labels) === 3,
     );
     // The http card is admitted now: Audit adds no refusal.
     expect((await apply(card('plain-audit', issuerRef, 'http://plain.example.com/a2a'))).code).toBe(0);
