@@ -150,7 +150,12 @@ describe('decide, the agent label', () => {
   });
 
   it('adds one key, escaped, to the labels a Pod has, and replaces a wrong value', () => {
-    for (const labels of [{ app: 'weather' }, { app: 'weather', [AGENT_LABEL]: 'other' }, {}]) {
+    const cases: Array<Record<string, string>> = [
+      { app: 'weather' },
+      { app: 'weather', [AGENT_LABEL]: 'other' },
+      {},
+    ];
+    for (const labels of cases) {
       const p = pod({ [INJECT_ANNOTATION]: 'team-a/weather' });
       p.metadata!.labels = labels;
       const d = decide(p, 'team-a', cfg({ mode: 'container' }));
