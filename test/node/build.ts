@@ -48,6 +48,12 @@ export const UPSTREAM: ReadonlyArray<{ packages: string[]; version: string; tags
     ],
     version: 'v1.10.0',
   },
+  // Its network policy controller only (iptables and ipset), the node's NetworkPolicy
+  // implementation; why this release is acceptable here: docs/development.md, "NetworkPolicies".
+  {
+    packages: ['github.com/cloudnativelabs/kube-router/v2/cmd/kube-router'],
+    version: 'v2.1.0',
+  },
 ];
 
 /**
@@ -72,6 +78,7 @@ export const NODE_BINARIES = [
   'host-local',
   'portmap',
   'coredns',
+  'kube-router',
 ] as const;
 
 function moduleInputs(): { name: string; content: Buffer }[] {
@@ -105,7 +112,9 @@ export async function ensureNodeBinaries(log: (line: string) => void): Promise<s
     `${dir}.lock`,
     async () => {
       if (complete(bin)) return;
-      log(`building the node (kubelet ${version}, containerd, CNI plugins, CoreDNS) into ${bin}`);
+      log(
+        `building the node (kubelet ${version}, containerd, CNI plugins, CoreDNS, kube-router) into ${bin}`,
+      );
       log('(only the first run on a machine builds: about 6 minutes on 2 idle cores)');
       const started = Date.now();
       const tmp = join(dir, `bin.tmp-${process.pid}`);
