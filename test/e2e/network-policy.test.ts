@@ -1,11 +1,13 @@
 /**
  * A callers rule enforced by the network, on the real node of test/node/: kube-router's network
  * policy controller (iptables and ipset) runs next to kube-proxy and enforces NetworkPolicies
- * on the Pods of the CNI bridge. The chart is installed with policies on, and three Pods run the
+ * on the Pods of the CNI bridge. The chart is installed with policies and their NetworkPolicies
+ * on (`policies.networkPolicies.enabled`), and three Pods run the
  * demo agent (a real @a2a-js/sdk server, `agentcard demo-agent`) from the operator image:
  * payments and billing, each with the injected sidecar serving its AgentCard, and a third Pod
  * that is no agent at all. A ClusterAgentPolicy in Enforce mode says that only billing may call
- * payments. Checked from inside the Pods, where the traffic is filtered:
+ * payments; the operator generates the payments agent's NetworkPolicy from it. Checked from
+ * inside the Pods, where the traffic is filtered:
  * - before the policy, every Pod reaches the payments agent's JSON-RPC port (so a later refusal
  *   is the policy's, not the network's);
  * - with it, billing's A2A call (SendMessage) is answered, the other Pod's connection is refused
@@ -213,40 +215,13 @@ function answered(result: CallResult, text: string): boolean {
   return reply.result?.message?.parts?.[0]?.text === `echo: ${text}`;
 }
 
-/**
- * The NetworkPolicy a callers rule allowing billing stands for: the payments Pods (by the
- * webhook's label) admit anyone on the card port, and on the A2A port only billing's Pods and
- * the operator's (its probes).
- */
-function paymentsNetworkPolicy(): object {
-  return {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'NetworkPolicy',
-    metadata: { name: 'payments-callers', namespace: ns },
-    spec: {
-      podSelector: { matchLabels: { [AGENT_LABEL]: 'payments' } },
-      policyTypes: ['Ingress'],
-      ingress: [
-        { ports: [{ port: CARD_PORT, protocol: 'TCP' }] },
-        {
-          ports: [{ port: A2A_PORT, protocol: 'TCP' }],
-          from: [
-            { podSelector: { matchLabels: { [AGENT_LABEL]: 'billing' } } },
-            {
-              namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': opNs } },
-              podSelector: {
-                matchLabels: {
-                  'app.kubernetes.io/instance': RELEASE,
-                  'app.kubernetes.io/component': 'operator',
-                },
-              },
-            },
-          ],
-        },
-      ],
-    },
+type NetworkPolicy = {
+  metadata: { ownerReferences?: { kind: string; name: string }[] };
+  spec: {
+    podSelector: { matchLabels?: Record<string, string> };
+    ingress?: { ports?: { port?: number | string }[]; from?: object[] }[];
   };
-}
+};
 
 describe('a callers rule enforced on the node (kube-router)', () => {
   beforeAll(async () => {
@@ -272,6 +247,8 @@ describe('a callers rule enforced on the node (kube-router)', () => {
       `sidecar.nginx.image=${images.nginx}`,
       '--set',
       'policies.enabled=true',
+      '--set',
+      'policies.networkPolicies.enabled=true',
       '--wait',
       '--timeout=5m',
     ]);
@@ -364,7 +341,16 @@ describe('a callers rule enforced on the node (kube-router)', () => {
         ],
       },
     });
-    await apply(paymentsNetworkPolicy());
+    // The operator generates the payments agent's NetworkPolicy from the rule.
+    const generated = await waitFor('the generated NetworkPolicy', 60_000, async () => {
+      const out = await k('-n', ns, 'get', 'networkpolicy', 'agentcard-payments', '-o', 'json').catch(
+        () => undefined,
+      );
+      return out ? (JSON.parse(out) as NetworkPolicy) : undefined;
+    });
+    figure(`policy applied to the NetworkPolicy generated: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(generated.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'AgentCard', name: 'payments' });
+    expect(generated.spec.podSelector.matchLabels).toEqual({ [AGENT_LABEL]: 'payments' });
     const refused = await waitFor('the other Pod to be refused', 60_000, async () => {
       const result = await callFrom('other', paymentsRpc, sendMessage('from other'));
       return result.error ? result : undefined;
