@@ -612,6 +612,12 @@ async function startNetworkPolicies(state: NodeClusterState): Promise<void> {
   await kubectl(state, ['apply', '-f', '-'], networkPolicyRbac());
   // A new network namespace starts with the bridge hook on when br_netfilter is loaded; say so
   // rather than rely on it (kube-proxy's Service rules for Pod-to-Pod traffic need it too).
+  if (!existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables')) {
+    throw new Error(
+      'the kernel module br_netfilter is not loaded: Pod-to-Pod traffic over the bridge would bypass ' +
+        'iptables (NetworkPolicies, Services); load it on the host with `modprobe br_netfilter`',
+    );
+  }
   await execInNode(state, 'sysctl', ['-qw', 'net.bridge.bridge-nf-call-iptables=1']);
   const path = `${state.nodeBinDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
   startInNode(
