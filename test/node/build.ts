@@ -101,8 +101,9 @@ export function nodeBuildDir(): { dir: string; version: string; ldflags: string 
 
 /**
  * Returns the folder holding the node's binaries, building them first if this version is not in
- * the cache yet (about 12 CPU-minutes, 6 minutes of 2 idle cores, after the control plane's build; later
- * calls return at once). Concurrent callers wait for one build.
+ * the cache yet (about 18 CPU-minutes, 9 minutes of 2 idle cores, after the control plane's build,
+ * kube-router's 6 CPU-minutes included; later calls return at once). Concurrent callers wait for
+ * one build.
  */
 export async function ensureNodeBinaries(log: (line: string) => void): Promise<string> {
   const { dir, version, ldflags } = nodeBuildDir();
@@ -115,7 +116,7 @@ export async function ensureNodeBinaries(log: (line: string) => void): Promise<s
       log(
         `building the node (kubelet ${version}, containerd, CNI plugins, CoreDNS, kube-router) into ${bin}`,
       );
-      log('(only the first run on a machine builds: about 6 minutes on 2 idle cores)');
+      log('(only the first run on a machine builds: about 9 minutes on 2 idle cores)');
       const started = Date.now();
       const tmp = join(dir, `bin.tmp-${process.pid}`);
       rmSync(tmp, { recursive: true, force: true });
