@@ -3,8 +3,9 @@
 // agent a NetworkPolicy selecting its Pods by label, the card's ports open to everyone, the A2A
 // port (an interface's Service port mapped to its targetPort) admitting only the allowed caller
 // and the operator, every other port open; it follows the policy's changes, is put back when
-// edited by hand, costs no write while nothing changes, and goes with the policy (or in Audit
-// mode). Quarantine: a card that fails a trust rule of a quarantine policy admits only the card's
+// edited by hand, costs no write while nothing changes, goes with the policy (or in Audit
+// mode), keeps its last valid version while the policy is invalid, and goes with the card.
+// Quarantine: a card that fails a trust rule of a quarantine policy admits only the card's
 // ports and the operator. (That a NetworkPolicy implementation enforces these is the node's test.)
 import { CoreV1Api, NetworkingV1Api, type V1NetworkPolicy } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -166,6 +167,21 @@ describe('NetworkPolicies from callers rules', () => {
     await apply(callersPolicy('Enforce', ['billing']));
     await waitFor('the NetworkPolicy again', () => read('agentcard-payments'), 30_000);
 
+    // Made invalid (the CRD accepts it, the engine does not): its last valid version stays in force.
+    const again = await read('agentcard-payments');
+    const invalid = callersPolicy('Enforce', ['billing']);
+    invalid.spec.rules.push({
+      name: 'team',
+      message: 'x',
+      trust: { signerIdentities: ['spiffe://example.org/{team}/*'] },
+    } as never);
+    await apply(invalid);
+    await sleep(2_000);
+    expect((await read('agentcard-payments'))?.metadata?.resourceVersion).toBe(
+      again?.metadata?.resourceVersion,
+    );
+    await apply(callersPolicy('Enforce', ['billing']));
+
     // Deleting the policy deletes it.
     expect((await kubectl(['delete', 'agentpolicy', 'payments-callers', '-n', ns.name])).code).toBe(0);
     await waitFor(
@@ -173,6 +189,17 @@ describe('NetworkPolicies from callers rules', () => {
       async () => !(await read('agentcard-payments')),
       30_000,
     );
+
+    // Deleting the card deletes it.
+    await apply(callersPolicy('Enforce', ['billing']));
+    await waitFor('the NetworkPolicy once more', () => read('agentcard-payments'), 30_000);
+    expect((await kubectl(['delete', 'agentcard', 'payments', '-n', ns.name])).code).toBe(0);
+    await waitFor(
+      'the NetworkPolicy to go with the card',
+      async () => !(await read('agentcard-payments')),
+      30_000,
+    );
+    expect((await kubectl(['delete', 'agentpolicy', 'payments-callers', '-n', ns.name])).code).toBe(0);
     expect(op.logs.filter((l) => /\b403\b|forbidden/i.test(l))).toEqual([]);
   }, 120_000);
 

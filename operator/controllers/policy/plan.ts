@@ -20,24 +20,11 @@
  *   status describes its current generation; anything else is not known, so the rule needing it
  *   is "not evaluated", never a pass.
  */
-import {
-  API_VERSION,
-  CLUSTER_POLICY_KIND,
-  GROUP,
-  KIND,
-  POLICY_KIND,
-  type PolicyKind,
-} from '../../api/names.ts';
+import { API_VERSION, CLUSTER_POLICY_KIND, GROUP, POLICY_KIND, type PolicyKind } from '../../api/names.ts';
 import type { AgentCardObject } from '../../api/objects.ts';
 import { formatProblem, type Problem } from '../../card/problem.ts';
 import { admissionObjects, VALIDATION_ACTIONS } from '../../policy/cel.ts';
-import {
-  evaluatePolicy,
-  selects,
-  type Facts,
-  type PolicyResult,
-  type Subject,
-} from '../../policy/evaluate.ts';
+import { evaluatePolicy, selects, type PolicyResult, type Subject } from '../../policy/evaluate.ts';
 import { policyRef, POLICY_CONDITION_TYPES, type Policy, type PolicyStatus } from '../../policy/resource.ts';
 import { cardFacts, type CardStatusView } from '../../policy/card-facts.ts';
 import { getCondition, setConditions, type ConditionInput } from '../../runtime/conditions.ts';
