@@ -176,12 +176,12 @@ async function podName(app: string): Promise<string> {
   return pods[0]!.metadata.name;
 }
 
+type CallResult = { status?: number; body?: string; error?: string };
 /**
  * One HTTP request made by Node.js inside the Pod of `app` (the operator image has no shell or
  * curl), with a 4 s limit: the status and body, or the error's code (ECONNREFUSED when
- * kube-router rejects the connection, a timeout when a packet is dropped).
+ * kube-router rejects the connection, TimeoutError when a packet is dropped).
  */
-type CallResult = { status?: number; body?: string; error?: string };
 const CALL = `
 const [url, body] = process.argv.slice(1);
 const init = body
@@ -219,7 +219,6 @@ type NetworkPolicy = {
   metadata: { ownerReferences?: { kind: string; name: string }[] };
   spec: {
     podSelector: { matchLabels?: Record<string, string> };
-    ingress?: { ports?: { port?: number | string }[]; from?: object[] }[];
   };
 };
 
