@@ -51,6 +51,7 @@ import {
 } from '../cache/collections.ts';
 import {
   AGENT_CARD_REF_ANNOTATION,
+  closedReason,
   networkPolicyDrift,
   networkPolicyName,
   planNetworkPolicy,
@@ -154,6 +155,8 @@ export class NetworkController {
   private readonly callerPrints = new Map<string, string>();
   /** Card key → what its own plan reads of it. */
   private readonly cardPrints = new Map<string, string>();
+  /** Card key → why its NetworkPolicy fails closed, as last reported. */
+  private readonly closedNotes = new Map<string, string>();
 
   constructor(opts: NetworkControllerOptions) {
     this.opts = opts;
@@ -394,10 +397,19 @@ export class NetworkController {
     return this.writer.deleteOwned('networkpolicies', path, live.metadata.uid!, signal);
   }
 
-  /** Metrics and quarantine Events, on a change only. */
+  /** Metrics, quarantine Events and why a policy fails closed, on a change only. */
   private report(card: CardObject, key: string, plan: NetworkPlan, log: Logger): void {
     if (plan.policy) this.metrics.generated.add(key);
     else this.metrics.generated.delete(key);
+    const closed = closedReason(plan);
+    if (closed && this.closedNotes.get(key) !== closed) {
+      log.warn("every port but the card's restricted to the callers: the A2A ports are not all known", {
+        why: closed,
+      });
+      this.event(card, { type: 'Warning', reason: 'PortsNotResolved', action: 'Enforce', message: closed });
+    }
+    if (closed) this.closedNotes.set(key, closed);
+    else this.closedNotes.delete(key);
     const was = this.metrics.quarantined.has(key);
     if (plan.quarantinedBy.length && !was) {
       this.metrics.quarantined.add(key);
@@ -421,6 +433,7 @@ export class NetworkController {
   }
 
   private forget(key: string): void {
+    this.closedNotes.delete(key);
     this.metrics.generated.delete(key);
     this.metrics.quarantined.delete(key);
   }
