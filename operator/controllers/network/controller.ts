@@ -155,6 +155,8 @@ export class NetworkController {
   private readonly callerPrints = new Map<string, string>();
   /** Card key → what its own plan reads of it. */
   private readonly cardPrints = new Map<string, string>();
+  /** Every known agent as a caller; rebuilt after a card is added, deleted or signed anew. */
+  private callerList?: Caller[];
   /** Card key → why its NetworkPolicy fails closed, as last reported. */
   private readonly closedNotes = new Map<string, string>();
 
@@ -193,12 +195,15 @@ export class NetworkController {
       });
       builder
         .watches(this.clusterPolicies, (p, event) => this.onPolicy(CLUSTER_POLICY_KIND, p, event))
-        .watches(this.namespaces, (ns, { type, old }) =>
-          type === 'update' &&
-          sortedJson(old?.metadata?.labels ?? {}) === sortedJson(ns.metadata?.labels ?? {})
-            ? []
-            : this.cardKeys(),
-        );
+        .watches(this.namespaces, (ns, { type, old }) => {
+          if (
+            type === 'update' &&
+            sortedJson(old?.metadata?.labels ?? {}) === sortedJson(ns.metadata?.labels ?? {})
+          )
+            return [];
+          this.callerList = undefined;
+          return this.cardKeys();
+        });
     }
     this.built = builder.complete(this);
   }
@@ -241,8 +246,10 @@ export class NetworkController {
     else this.cardPrints.set(key, ownPrint!);
     // Another agent's callers may change: a card added or gone, a signer identity changed.
     const before = this.callerPrints.get(key);
-    if (before !== callerPrint && this.callersInForce())
-      requests.push(...this.cardKeys(undefined, CARD_DELAY_MS));
+    if (before !== callerPrint) {
+      this.callerList = undefined;
+      if (this.callersInForce()) requests.push(...this.cardKeys(undefined, CARD_DELAY_MS));
+    }
     if (deleted) {
       this.callerPrints.delete(key);
       this.subjects.delete(key);
@@ -338,14 +345,23 @@ export class NetworkController {
       );
       return;
     }
-    const plan = planNetworkPolicy({
-      subject: this.subjectOf(card),
-      uid: card.metadata.uid ?? '',
-      policies: effective,
-      services: this.serviceViews(namespace),
-      callers: this.callers(),
-      operator: this.opts.operator,
-    });
+    // Only Enforce policies with a callers rule or quarantine act here: without one in scope, the
+    // card is not even rendered.
+    const acting = effective.filter(
+      ({ policy }) =>
+        policy.spec.mode === 'Enforce' &&
+        (policy.spec.quarantine === true || policy.spec.rules.some((r) => r.callers)),
+    );
+    const plan: NetworkPlan = acting.length
+      ? planNetworkPolicy({
+          subject: this.subjectOf(card),
+          uid: card.metadata.uid ?? '',
+          policies: acting,
+          services: this.serviceViews(namespace),
+          callers: this.callers(),
+          operator: this.opts.operator,
+        })
+      : { quarantinedBy: [], callersFrom: [], closed: false };
     this.report(card, key, plan, log);
 
     try {
@@ -481,7 +497,7 @@ export class NetworkController {
   }
 
   private callers(): Caller[] {
-    return this.cards.list().map((c) => {
+    this.callerList ??= this.cards.list().map((c) => {
       const labels = this.namespaces?.get(c.metadata.namespace)?.metadata?.labels;
       const ids = cardFacts(c).signerIdentities;
       return {
@@ -491,5 +507,6 @@ export class NetworkController {
         ...(ids ? { signerIdentities: ids } : {}),
       };
     });
+    return this.callerList;
   }
 }
