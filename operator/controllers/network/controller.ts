@@ -51,6 +51,7 @@ import {
 } from '../cache/collections.ts';
 import {
   AGENT_CARD_REF_ANNOTATION,
+  closedReason,
   networkPolicyDrift,
   networkPolicyName,
   planNetworkPolicy,
@@ -154,6 +155,10 @@ export class NetworkController {
   private readonly callerPrints = new Map<string, string>();
   /** Card key → what its own plan reads of it. */
   private readonly cardPrints = new Map<string, string>();
+  /** Every known agent as a caller; rebuilt after a card is added, deleted or signed anew. */
+  private callerList?: Caller[];
+  /** Card key → why its NetworkPolicy fails closed, as last reported. */
+  private readonly closedNotes = new Map<string, string>();
 
   constructor(opts: NetworkControllerOptions) {
     this.opts = opts;
@@ -190,12 +195,15 @@ export class NetworkController {
       });
       builder
         .watches(this.clusterPolicies, (p, event) => this.onPolicy(CLUSTER_POLICY_KIND, p, event))
-        .watches(this.namespaces, (ns, { type, old }) =>
-          type === 'update' &&
-          sortedJson(old?.metadata?.labels ?? {}) === sortedJson(ns.metadata?.labels ?? {})
-            ? []
-            : this.cardKeys(),
-        );
+        .watches(this.namespaces, (ns, { type, old }) => {
+          if (
+            type === 'update' &&
+            sortedJson(old?.metadata?.labels ?? {}) === sortedJson(ns.metadata?.labels ?? {})
+          )
+            return [];
+          this.callerList = undefined;
+          return this.cardKeys();
+        });
     }
     this.built = builder.complete(this);
   }
@@ -238,8 +246,10 @@ export class NetworkController {
     else this.cardPrints.set(key, ownPrint!);
     // Another agent's callers may change: a card added or gone, a signer identity changed.
     const before = this.callerPrints.get(key);
-    if (before !== callerPrint && this.callersInForce())
-      requests.push(...this.cardKeys(undefined, CARD_DELAY_MS));
+    if (before !== callerPrint) {
+      this.callerList = undefined;
+      if (this.callersInForce()) requests.push(...this.cardKeys(undefined, CARD_DELAY_MS));
+    }
     if (deleted) {
       this.callerPrints.delete(key);
       this.subjects.delete(key);
@@ -335,14 +345,23 @@ export class NetworkController {
       );
       return;
     }
-    const plan = planNetworkPolicy({
-      subject: this.subjectOf(card),
-      uid: card.metadata.uid ?? '',
-      policies: effective,
-      services: this.serviceViews(namespace),
-      callers: this.callers(),
-      operator: this.opts.operator,
-    });
+    // Only Enforce policies with a callers rule or quarantine act here: without one in scope, the
+    // card is not even rendered.
+    const acting = effective.filter(
+      ({ policy }) =>
+        policy.spec.mode === 'Enforce' &&
+        (policy.spec.quarantine === true || policy.spec.rules.some((r) => r.callers)),
+    );
+    const plan: NetworkPlan = acting.length
+      ? planNetworkPolicy({
+          subject: this.subjectOf(card),
+          uid: card.metadata.uid ?? '',
+          policies: acting,
+          services: this.serviceViews(namespace),
+          callers: this.callers(),
+          operator: this.opts.operator,
+        })
+      : { quarantinedBy: [], callersFrom: [], closed: false };
     this.report(card, key, plan, log);
 
     try {
@@ -394,10 +413,19 @@ export class NetworkController {
     return this.writer.deleteOwned('networkpolicies', path, live.metadata.uid!, signal);
   }
 
-  /** Metrics and quarantine Events, on a change only. */
+  /** Metrics, quarantine Events and why a policy fails closed, on a change only. */
   private report(card: CardObject, key: string, plan: NetworkPlan, log: Logger): void {
     if (plan.policy) this.metrics.generated.add(key);
     else this.metrics.generated.delete(key);
+    const closed = closedReason(plan);
+    if (closed && this.closedNotes.get(key) !== closed) {
+      log.warn("every port but the card's restricted to the callers: the A2A ports are not all known", {
+        why: closed,
+      });
+      this.event(card, { type: 'Warning', reason: 'PortsNotResolved', action: 'Enforce', message: closed });
+    }
+    if (closed) this.closedNotes.set(key, closed);
+    else this.closedNotes.delete(key);
     const was = this.metrics.quarantined.has(key);
     if (plan.quarantinedBy.length && !was) {
       this.metrics.quarantined.add(key);
@@ -421,6 +449,7 @@ export class NetworkController {
   }
 
   private forget(key: string): void {
+    this.closedNotes.delete(key);
     this.metrics.generated.delete(key);
     this.metrics.quarantined.delete(key);
   }
@@ -468,7 +497,7 @@ export class NetworkController {
   }
 
   private callers(): Caller[] {
-    return this.cards.list().map((c) => {
+    this.callerList ??= this.cards.list().map((c) => {
       const labels = this.namespaces?.get(c.metadata.namespace)?.metadata?.labels;
       const ids = cardFacts(c).signerIdentities;
       return {
@@ -478,5 +507,6 @@ export class NetworkController {
         ...(ids ? { signerIdentities: ids } : {}),
       };
     });
+    return this.callerList;
   }
 }

@@ -21,8 +21,10 @@
  *   and the operator (its probes).
  * - **Every other port** stays open to everyone, written as port ranges (`port`/`endPort`) around
  *   the A2A ports, when they are all numbers. When an A2A port is a name (NetworkPolicy cannot say
- *   "every port but the one named x"), or no interface resolves to a port at all, the rule fails
- *   closed: every port but the card's admits only the callers and the operator.
+ *   "every port but the one named x"), an interface names a Service of the namespace whose port
+ *   is not found, or no interface resolves to a port at all, the rule fails closed: every port
+ *   but the card's admits only the callers and the operator. An implementation that ignores
+ *   endPort reads each range as its first port: stricter, never looser.
  * - **Strictest wins**: with several callers rules (of one or several Enforce policies), a caller
  *   must be allowed by every one of them (the intersection). Callers are resolved now, from the
  *   cached AgentCards (and the cards a rule names, cached or not): by name, by namespace
@@ -54,7 +56,6 @@ import {
   type Subject,
 } from '../../policy/evaluate.ts';
 import { policyRef, ruleKind, type CallersRule, type Policy } from '../../policy/resource.ts';
-import { sortedJson } from '../../runtime/sorted-json.ts';
 import { SIDECAR_METRICS_PORT, SIDECAR_PORT } from '../../webhook/mutate.ts';
 
 /** Annotation of a generated NetworkPolicy: the AgentCard it is for (`namespace/name`). */
@@ -378,7 +379,10 @@ export function planNetworkPolicy(input: AgentInput): NetworkPlan {
     const a2a = ports.ports.filter(
       (p) => !CARD_PORTS.some((c) => c.protocol === p.protocol && c.port === p.port),
     );
-    const numeric = a2a.length > 0 && a2a.every((p) => typeof p.port === 'number');
+    // An interface naming a Service of the namespace whose port is not known would leave its
+    // port among "every other port": closed, as when a port is a name or none is known.
+    const numeric =
+      a2a.length > 0 && a2a.every((p) => typeof p.port === 'number') && ports.unresolved.length === 0;
     closed = !numeric;
     if (peers.length) ingress.push(numeric ? { from: peers, ports: a2a } : { from: peers });
     if (numeric) {
@@ -462,5 +466,20 @@ export function networkPolicyDrift(
   );
 }
 
-/** What the controller compares to decide that a card's plan changed (for logs and Events). */
-export const planFingerprint = (plan: NetworkPlan): string => sortedJson(plan.policy?.spec ?? null);
+/**
+ * Why a callers rule's NetworkPolicy fails closed (every port but the card's restricted), for the
+ * AgentCard's Event; undefined when it does not (or it is a quarantine, which says so itself).
+ */
+export function closedReason(plan: NetworkPlan): string | undefined {
+  if (!plan.policy || !plan.closed || plan.quarantinedBy.length || !plan.ports) return undefined;
+  const { ports, unresolved } = plan.ports;
+  const why = unresolved.length
+    ? unresolved.join('; ')
+    : ports.some((p) => typeof p.port === 'string')
+      ? `the A2A port ${ports
+          .filter((p) => typeof p.port === 'string')
+          .map((p) => p.port)
+          .join(', ')} is a name, and NetworkPolicy cannot say "every port but this one"`
+      : 'no interface URL names a Service of the namespace';
+  return `${why}: every port of the agent's Pods but the card's admits only the allowed callers and the operator`;
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   allowedCallers,
+  closedReason,
   networkPolicyDrift,
   networkPolicyName,
   planNetworkPolicy,
@@ -326,6 +327,27 @@ describe('planNetworkPolicy', () => {
     expect(outside.ports?.ports).toEqual([]);
   });
 
+  it('fails closed when an interface names a Service of the namespace whose port is not found, and says why', () => {
+    const p = policy('Enforce', [billingOnly]);
+    const plan = planNetworkPolicy(
+      input({ policies: [p], subject: subject(['http://payments:8080/a2a', 'http://admin:7000/a2a']) }),
+    );
+    expect(plan.ports?.ports).toEqual([{ protocol: 'TCP', port: 9000 }]);
+    expect(shape(plan)).toEqual([CARD, OPERATOR, 'pay[In billing] → all ports']);
+    expect(closedReason(plan)).toBe(
+      "http://admin:7000/a2a: Service pay/admin not found: every port of the agent's Pods but the card's admits only the allowed callers and the operator",
+    );
+    const named = planNetworkPolicy(
+      input({ policies: [p], services: [svc('payments', [{ port: 8080, targetPort: 'a2a' }])] }),
+    );
+    expect(closedReason(named)).toMatch(/^the A2A port a2a is a name/);
+    const outside = planNetworkPolicy(
+      input({ policies: [p], subject: subject(['https://agents.example.com/x']) }),
+    );
+    expect(closedReason(outside)).toMatch(/^no interface URL names a Service of the namespace:/);
+    expect(closedReason(planNetworkPolicy(input({ policies: [p] })))).toBeUndefined();
+  });
+
   it('keeps a card port public even when an interface names it', () => {
     const p = policy('Enforce', [billingOnly]);
     const plan = planNetworkPolicy(
@@ -363,6 +385,7 @@ describe('planNetworkPolicy', () => {
       expect(plan.quarantinedBy).toEqual([`ClusterAgentPolicy ${q.policy.name}`]);
       expect(plan.closed).toBe(true);
       expect(shape(plan)).toEqual([CARD, OPERATOR]);
+      expect(closedReason(plan)).toBeUndefined();
     });
 
     it('quarantines nothing that passes, is not judged yet, is not Enforce, or did not opt in', () => {
