@@ -183,3 +183,26 @@ export function policyLabelValue(kind: PolicyKind, name: string, namespace?: str
   const value = kind === POLICY_KIND ? `ns.${namespace}.${name}` : `cluster.${name}`;
   return value.length <= 63 ? value : `h.${createHash('sha256').update(value).digest('hex').slice(0, 40)}`;
 }
+
+// ---- agents on the network (webhook labels, operator/controllers/network/) -------------------
+
+/**
+ * Label of every Pod the webhook injects, naming the agent it serves: agentLabelValue() of the
+ * AgentCard's name. A Pod that serves its own card (no sidecar) is labelled by its owner. The
+ * NetworkPolicies generated from callers rules select agents (and their callers) by it.
+ */
+export const AGENT_LABEL = 'agentcard.dev/agent-card';
+
+/**
+ * Value of AGENT_LABEL for an AgentCard name: the name itself when it fits a label value (63
+ * characters; an AgentCard name is a DNS subdomain, whose characters a label value allows), else
+ * `h.` and 40 hex digits of its SHA-256.
+ */
+export function agentLabelValue(cardName: string): string {
+  return cardName.length <= 63
+    ? cardName
+    : `h.${createHash('sha256').update(cardName).digest('hex').slice(0, 40)}`;
+}
+
+/** Label of every NetworkPolicy generated for an agent (value "true"): the cache's selector. */
+export const NETWORK_POLICY_LABEL = 'agentcard.dev/network-policy';

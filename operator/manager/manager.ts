@@ -31,6 +31,7 @@ import { IssuerController } from '../controllers/issuer/controller.ts';
 import type { IdentityPolicy } from '../controllers/issuer/plan.ts';
 import { PolicyController } from '../controllers/policy/controller.ts';
 import { PolicyMetrics } from '../controllers/policy/metrics.ts';
+import { NetworkController } from '../controllers/network/controller.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -81,6 +82,10 @@ export interface OperatorConfig {
   policies?: boolean;
   /** Reconcile ClusterAgentPolicies; undefined: when every namespace is watched. */
   clusterPolicies?: boolean;
+  /** Generate NetworkPolicies from Enforce policies' callers rules (controllers/network/); off by default. */
+  networkPolicies?: boolean;
+  /** Labels of the operator's own Pods, admitted by every generated NetworkPolicy (its probes). */
+  operatorPodLabels?: Record<string, string>;
   webhook: {
     port: number;
     certMode: 'self-signed' | 'cert-manager';
@@ -291,7 +296,24 @@ export async function runOperator(
         onWrite: countWrites('policy'),
       })
     : undefined;
-  const controllers = [controller, catalogs, adoption, issuer, policies].filter((c) => c !== undefined);
+  // Off by default: it needs to write NetworkPolicies, which the chart grants only then.
+  const network = flags.networkPolicies
+    ? new NetworkController({
+        client,
+        log,
+        cache,
+        runtime,
+        events,
+        registry,
+        operator: { namespace: operatorNamespace, labels: flags.operatorPodLabels ?? {} },
+        clusterPolicies: flags.clusterPolicies,
+        resyncMs: flags.resyncMs,
+        onWrite: countWrites('network'),
+      })
+    : undefined;
+  const controllers = [controller, catalogs, adoption, issuer, policies, network].filter(
+    (c) => c !== undefined,
+  );
 
   const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
   const elector = flags.leaderElect

@@ -427,6 +427,12 @@ const policySpecShape = {
     'Labels of the AgentCards the policy governs; absent or empty selects every AgentCard in scope.',
   ).optional(),
   rules: RulesSchema,
+  quarantine: z
+    .boolean()
+    .describe(
+      "Enforce mode only, with the operator's --network-policies: an AgentCard that fails a trust rule of this policy is quarantined, its agent's Pods admitting nothing on the network but the card's serving port and the operator (a NetworkPolicy). Default false; ignored in Audit and Warn mode.",
+    )
+    .optional(),
 };
 
 export const AgentPolicySpecSchema = z

@@ -11,10 +11,20 @@
  *   initContainers) gets no patch, so reinvocation is safe;
  * - native sidecar (an init container with restartPolicy Always, Kubernetes 1.29+) or an
  *   ordinary container, chosen by the configured mode;
- * - the container passes the `restricted` Pod Security Standard.
+ * - the container passes the `restricted` Pod Security Standard;
+ * - the Pod is labelled `agentcard.dev/agent-card: <AgentCard name>` (agentLabelValue), so that
+ *   NetworkPolicies can select the agent and its callers (operator/controllers/network/). A Pod
+ *   that serves its own card gets no sidecar and no label: its owner adds the label.
  */
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
-import { CONFIGMAP_SUFFIX, configMapName, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../api/names.ts';
+import {
+  AGENT_LABEL,
+  agentLabelValue,
+  CONFIGMAP_SUFFIX,
+  configMapName,
+  INJECT_ANNOTATION,
+  SIDECAR_CONTAINER,
+} from '../api/names.ts';
 import { SIDECAR_UID, sidecarEnv } from '../sidecar/runtime.ts';
 import { injectedNginxFiles, nginxContainer, nginxVolumes } from './nginx-container.ts';
 import { sidecarProbes } from './probes.ts';
@@ -163,7 +173,21 @@ export function decide(pod: V1Pod, namespace: string, cfg: InjectionConfig): Dec
       patch.push({ op: 'add', path: '/spec/volumes', value: added });
     }
   }
+  patch.push(agentLabelOp(pod, card));
   return { inject: true, card, native, patch };
+}
+
+/**
+ * The JSON Patch operation that labels the Pod with its agent: one key added to the labels, or
+ * the labels map itself when the Pod has none (RFC 6902 section 4.1: "add" needs the parent).
+ * A value the Pod already had for the label is replaced: the Pod serves this card.
+ */
+export function agentLabelOp(pod: V1Pod, card: string): JsonPatchOp {
+  const value = agentLabelValue(card);
+  const labels = pod.metadata?.labels;
+  if (labels && typeof labels === 'object')
+    return { op: 'add', path: `/metadata/labels/${jsonPointerToken(AGENT_LABEL)}`, value };
+  return { op: 'add', path: '/metadata/labels', value: { [AGENT_LABEL]: value } };
 }
 
 /** RFC 6901 section 3: `~` and `/` escaped in a JSON Pointer reference token. */
@@ -283,6 +307,9 @@ export function podShapeProblem(pod: unknown): string | undefined {
       const bad = Object.entries(annotations).find(([, v]) => typeof v !== 'string');
       if (bad) return `request.object.metadata.annotations["${bad[0].slice(0, 100)}"] is not a string`;
     }
+    const { labels } = metadata;
+    if (labels !== undefined && labels !== null && !isObject(labels))
+      return 'request.object.metadata.labels is not a map';
     for (const field of ['name', 'namespace', 'generateName'] as const) {
       const value = metadata[field];
       if (value !== undefined && value !== null && typeof value !== 'string')

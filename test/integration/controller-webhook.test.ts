@@ -127,7 +127,7 @@ describe('operator command: admission webhook', () => {
     await sleep(1_000);
     expect(await review(port, ca, `op-webhook.${ns.name}.svc`)).toEqual({
       status: 200,
-      paths: ['/spec/initContainers', '/spec/volumes'],
+      paths: ['/spec/initContainers', '/spec/volumes', '/metadata/labels'],
     });
     expect(await op.exited).toBe(0);
     expect(await tcpConnect(port)).toBe('ECONNREFUSED');

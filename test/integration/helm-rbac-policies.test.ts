@@ -5,6 +5,10 @@
  *   bindings nor read the policy kinds, and a create with its token is refused (403);
  * - on (`helm upgrade`): it may; the operator, run on the ServiceAccount's token with --policies,
  *   generates a ClusterAgentPolicy's admission policy and deletes it with the policy, with no 403.
+ * And the rights of the network controller only with `policies.networkPolicies.enabled` too:
+ * denied with policies alone; on, allowed, and the operator on the token (--network-policies)
+ * generates an agent's NetworkPolicy from an Enforce callers rule and deletes it with the policy,
+ * with no 403.
  * (helm-rbac.test.ts proves the default chart's rules sufficient and minimal.)
  */
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +18,7 @@ import {
   AdmissionregistrationV1Api,
   AppsV1Api,
   AuthorizationV1Api,
+  NetworkingV1Api,
   type V1ResourceAttributes,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +30,13 @@ import {
   serviceAccountToken,
   type TestNamespace,
 } from '../support/cluster.ts';
-import { installPolicyCrds, startOperator, waitFor, type InProcessOperator } from '../support/operator.ts';
+import {
+  installPolicyCrds,
+  sampleCard,
+  startOperator,
+  waitFor,
+  type InProcessOperator,
+} from '../support/operator.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
 
@@ -33,6 +44,7 @@ const kc = kubeConfig();
 const apps = kc.makeApiClient(AppsV1Api);
 const authz = kc.makeApiClient(AuthorizationV1Api);
 const admission = kc.makeApiClient(AdmissionregistrationV1Api);
+const networking = kc.makeApiClient(NetworkingV1Api);
 
 let opNs: TestNamespace;
 let appNs: TestNamespace;
@@ -63,10 +75,21 @@ const RIGHTS: V1ResourceAttributes[] = [
   ]),
 ];
 
+/** What the network controller does, in a watched namespace (appNs, set in beforeAll). */
+const networkRights = (): V1ResourceAttributes[] => [
+  ...['list', 'watch', 'create', 'update', 'delete'].map((verb) => ({
+    group: 'networking.k8s.io',
+    resource: 'networkpolicies',
+    verb,
+    namespace: appNs.name,
+  })),
+  { group: '', resource: 'services', verb: 'watch', namespace: appNs.name },
+];
+
 /** The authorizer's answer for each right, as "verb resource[/sub]: allowed|denied". */
-async function answers(): Promise<string[]> {
+async function answers(rights: V1ResourceAttributes[] = RIGHTS): Promise<string[]> {
   return Promise.all(
-    RIGHTS.map(async (attributes) => {
+    rights.map(async (attributes) => {
       const review = await authz.createSubjectAccessReview({
         body: {
           apiVersion: 'authorization.k8s.io/v1',
@@ -125,7 +148,7 @@ afterAll(async () => {
 
 describe("the policy controller's rights in the chart", () => {
   it('off (the default): none, and a write with the token is refused', async () => {
-    for (const answer of await answers()) expect(answer).toMatch(/: denied$/);
+    for (const answer of await answers([...RIGHTS, ...networkRights()])) expect(answer).toMatch(/: denied$/);
     const created = await runTool('kubectl', ['create', '-f', '-'], {
       kubeconfig: tokenKubeconfig,
       input: JSON.stringify({
@@ -153,6 +176,8 @@ describe("the policy controller's rights in the chart", () => {
     expect(upgraded.stderr).toBe('');
     expect(upgraded.code).toBe(0);
     for (const answer of await answers()) expect(answer).toMatch(/: allowed$/);
+    // Policies alone grant nothing on the network.
+    for (const answer of await answers(networkRights())) expect(answer).toMatch(/: denied$/);
 
     operator = await startOperator(appNs.name, ['--policies', '--cluster-policies'], {
       kubeconfig: tokenKubeconfig,
@@ -176,6 +201,59 @@ describe("the policy controller's rights in the chart", () => {
     await waitFor('the generated admission policy', exists, 30_000);
     expect((await kubectl(['delete', 'clusteragentpolicy', `rbac-${release}`])).code).toBe(0);
     await waitFor('the generated admission policy to go', async () => !(await exists()), 30_000);
+    const forbidden = operator.logs.filter((l) => /\b403\b|forbidden/i.test(l));
+    expect(forbidden).toEqual([]);
+  }, 90_000);
+
+  it('policies.networkPolicies.enabled: the NetworkPolicy rights, and the operator on the token generates and deletes one with no 403', async () => {
+    await operator?.stop();
+    operator = undefined;
+    const upgraded = await helm([
+      'upgrade',
+      release,
+      chartDir,
+      '--namespace',
+      opNs.name,
+      '--reuse-values',
+      '--set',
+      'policies.networkPolicies.enabled=true',
+    ]);
+    expect(upgraded.stderr).toBe('');
+    expect(upgraded.code).toBe(0);
+    for (const answer of await answers([...RIGHTS, ...networkRights()])) expect(answer).toMatch(/: allowed$/);
+
+    operator = await startOperator(
+      appNs.name,
+      ['--policies', '--network-policies', `--operator-namespace=${opNs.name}`],
+      { kubeconfig: tokenKubeconfig },
+    );
+    const card = {
+      apiVersion: 'agentcard.dev/v1alpha1',
+      kind: 'AgentCard',
+      metadata: { name: 'payments', namespace: appNs.name },
+      spec: { card: sampleCard() },
+    };
+    const policy = {
+      apiVersion: 'agentcard.dev/v1alpha1',
+      kind: 'AgentPolicy',
+      metadata: { name: 'callers', namespace: appNs.name },
+      spec: {
+        mode: 'Enforce',
+        rules: [
+          { name: 'billing-only', message: 'Only billing', callers: { agentCards: [{ name: 'billing' }] } },
+        ],
+      },
+    };
+    expect((await kubectl(['create', '-f', '-'], JSON.stringify(card))).code).toBe(0);
+    expect((await kubectl(['create', '-f', '-'], JSON.stringify(policy))).code).toBe(0);
+    const exists = () =>
+      networking.readNamespacedNetworkPolicy({ name: 'agentcard-payments', namespace: appNs.name }).then(
+        () => true,
+        () => false,
+      );
+    await waitFor('the generated NetworkPolicy', exists, 30_000);
+    expect((await kubectl(['delete', 'agentpolicy', 'callers', '-n', appNs.name])).code).toBe(0);
+    await waitFor('the generated NetworkPolicy to go', async () => !(await exists()), 30_000);
     const forbidden = operator.logs.filter((l) => /\b403\b|forbidden/i.test(l));
     expect(forbidden).toEqual([]);
   }, 90_000);

@@ -1,13 +1,14 @@
 /**
  * A one-node Kubernetes cluster whose Pods really run: etcd, kube-apiserver,
  * kube-controller-manager and kube-scheduler, plus a node (containerd with Debian's runc, the
- * CNI bridge plugin, the kubelet and kube-proxy in iptables mode) and CoreDNS as a Pod.
+ * CNI bridge plugin, the kubelet, kube-proxy in iptables mode and kube-router's network policy
+ * controller, which enforces NetworkPolicies with iptables and ipset) and CoreDNS as a Pod.
  *
  * Everything runs inside namespaces that `up` creates and `down` removes, so the machine's own
  * network is never touched:
  * - one network namespace holds the node's network: its address (eth0, 10.10.0.2, a veth pair
- *   whose both ends stay inside), the CNI bridge and the Pods' veths, kube-proxy's iptables
- *   rules, and the control plane's ports (6443 and 2379 on the namespace's loopback);
+ *   whose both ends stay inside), the CNI bridge and the Pods' veths, kube-proxy's and
+ *   kube-router's iptables rules and kube-router's ipsets, and the control plane's ports (6443 and 2379 on the namespace's loopback);
  * - one mount namespace holds every mount the kubelet and containerd make (overlay rootfs,
  *   volumes, the Pods' network namespace files), on private tmpfs over /run, /var/lib and
  *   /var/log, so none leaks to the host and all vanish with the namespace;
@@ -207,6 +208,8 @@ export async function nodeUp(
       return out.trim() === 'True';
     });
     log(`node Ready in ${seconds(started)} s`);
+    await startNetworkPolicies(state);
+    log(`network policies enforced (kube-router) in ${seconds(started)} s`);
     await kubectl(state, ['apply', '-f', '-'], coreDnsManifests());
     await kubectl(state, ['-n', 'kube-system', 'rollout', 'status', 'deployment/coredns', '--timeout=180s']);
     log(`node cluster up in ${seconds(started)} s: ${state.server}`);
@@ -498,6 +501,7 @@ async function startControlPlane(state: NodeClusterState): Promise<void> {
     ['scheduler', 'scheduler', 'system:kube-scheduler'],
     ['kubelet', 'kubelet', `system:node:${NODE_NAME}`],
     ['kube-proxy', 'kube-proxy', 'system:kube-proxy'],
+    ['kube-router', 'kube-router', 'system:kube-router'],
   ];
   for (const [file, client, user] of kubeconfigs) {
     writeKubeconfig(join(nodeClusterDir, `${file}.kubeconfig`), inNode, client, user, pkiDir);
@@ -593,6 +597,80 @@ async function startNode(state: NodeClusterState, images: string[]): Promise<voi
       PATH: path,
     },
   );
+}
+
+/**
+ * kube-router with only its network policy controller (`--run-firewall`; no BGP routing, no
+ * service proxy: the CNI bridge routes and kube-proxy serves Services), as a process of the node
+ * like kube-proxy. It needs the Node object (its InternalIP), so it starts once the kubelet has
+ * registered it. Pod-to-Pod traffic over the bridge reaches its FORWARD rules because the
+ * bridge's netfilter hook is on in the node's network namespace
+ * (`net.bridge.bridge-nf-call-iptables`, set below). Returns once its first full sync has made
+ * its chains, so a NetworkPolicy applied after `nodeUp` is enforced on its next sync.
+ */
+async function startNetworkPolicies(state: NodeClusterState): Promise<void> {
+  await kubectl(state, ['apply', '-f', '-'], networkPolicyRbac());
+  // A new network namespace starts with the bridge hook on when br_netfilter is loaded; say so
+  // rather than rely on it (kube-proxy's Service rules for Pod-to-Pod traffic need it too).
+  if (!existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables')) {
+    throw new Error(
+      'the kernel module br_netfilter is not loaded: Pod-to-Pod traffic over the bridge would bypass ' +
+        'iptables (NetworkPolicies, Services); load it on the host with `modprobe br_netfilter`',
+    );
+  }
+  await execInNode(state, 'sysctl', ['-qw', 'net.bridge.bridge-nf-call-iptables=1']);
+  const path = `${state.nodeBinDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+  startInNode(
+    state,
+    'kube-router',
+    join(state.nodeBinDir, 'kube-router'),
+    [
+      `--kubeconfig=${join(nodeClusterDir, 'kube-router.kubeconfig')}`,
+      `--hostname-override=${NODE_NAME}`,
+      '--run-firewall=true',
+      '--run-router=false',
+      '--run-service-proxy=false',
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      // No health or metrics server: its rules below say when it is up.
+      '--health-port=0',
+      '--metrics-port=0',
+    ],
+    { PATH: path },
+  );
+  // The jump into its FORWARD chain and its default chain exist after its first full sync.
+  await waitUntil("kube-router's first network policy sync", 60_000, async () => {
+    const rules = await execInNode(state, 'iptables-save', ['-t', 'filter']);
+    return rules.includes('-j KUBE-ROUTER-FORWARD') && rules.includes(':KUBE-NWPLCY-DEFAULT');
+  });
+}
+
+/** What kube-router's network policy controller reads (its informers), for its client certificate's user. */
+function networkPolicyRbac(): string {
+  const role = 'agentcard-node:kube-router';
+  const docs = [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: role },
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['namespaces', 'pods', 'services', 'nodes', 'endpoints'],
+          verbs: ['get', 'list', 'watch'],
+        },
+        { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:kube-router' }],
+    },
+  ];
+  return docs.map((d) => stringify(d)).join('---\n');
 }
 
 export function cniConfig(): object {

@@ -22,7 +22,8 @@ const log = (line: string) => process.stderr.write(`[system packages] ${line}\n`
 /**
  * What the node cluster (test/node/control.ts) runs besides what it builds: runc under
  * containerd, iptables for kube-proxy, socat for the API relay, busybox-static for test images
- * and DNS lookups, curl for requests from inside the node's network namespace.
+ * and DNS lookups, curl for requests from inside the node's network namespace, ipset for
+ * kube-router's network policy controller (it runs the ipset command).
  */
 export const NODE_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> = [
   { pkg: 'runc', provides: '/usr/sbin/runc' },
@@ -31,6 +32,7 @@ export const NODE_PACKAGES: ReadonlyArray<{ pkg: string; provides: string }> = [
   { pkg: 'busybox-static', provides: '/bin/busybox' },
   { pkg: 'iproute2', provides: '/usr/sbin/ip' },
   { pkg: 'curl', provides: '/usr/bin/curl' },
+  { pkg: 'ipset', provides: '/usr/sbin/ipset' },
 ];
 
 export function missingPackages(packages = SYSTEM_PACKAGES): string[] {

@@ -94,6 +94,12 @@ Policies (AgentPolicy, ClusterAgentPolicy; off by default):
                                     reconcile ClusterAgentPolicies too; their counts cover the
                                     watched namespaces (default: on when every namespace is
                                     watched; needs to list and watch Namespaces)
+  --network-policies                with --policies: generate a NetworkPolicy per agent from the
+                                    callers rules (and quarantine) of Enforce policies (needs to
+                                    manage networkpolicies and to watch Services)
+  --operator-pod-label KEY=VALUE    a label of the operator's own Pods (repeatable): the generated
+                                    NetworkPolicies admit them, in --operator-namespace, on every
+                                    port (its probes); none: every Pod of that namespace
 Webhook and sidecar injection (off unless --sidecar-image is given):
   --webhook-port PORT               (default 9443 with --sidecar-image, else 0 = no webhook)
   --webhook-cert-mode MODE          self-signed | cert-manager (default self-signed)
@@ -131,6 +137,27 @@ function duration(flag: string, text: string | undefined, fallback: string): num
   } catch {
     throw new UserError(`--${flag} must be a duration such as "30s", "10m" or "1h", got "${value}"`, 2);
   }
+}
+
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+/** --operator-pod-label KEY=VALUE flags, each a Kubernetes label (a typo is a usage error at start). */
+function podLabels(texts: readonly string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const text of texts) {
+    const eq = text.indexOf('=');
+    const key = eq < 0 ? text : text.slice(0, eq);
+    const value = eq < 0 ? undefined : text.slice(eq + 1);
+    if (value === undefined || !LABEL_KEY.test(key) || key.length > 317 || !LABEL_VALUE.test(value))
+      throw new UserError(
+        `--operator-pod-label must be KEY=VALUE, a Kubernetes label, got "${text.slice(0, 100)}"`,
+        2,
+      );
+    labels[key] = value;
+  }
+  return labels;
 }
 
 /** Repeated CIDR flags, checked here so that a typo is a usage error at start. */
@@ -198,6 +225,8 @@ export function parseOperatorFlags(
         'cert-manager': { type: 'boolean' },
         policies: { type: 'boolean' },
         'cluster-policies': { type: 'boolean' },
+        'network-policies': { type: 'boolean' },
+        'operator-pod-label': { type: 'string', multiple: true },
         'trust-domain': { type: 'string' },
         'identity-template': { type: 'string' },
         'webhook-port': { type: 'string' },
@@ -252,6 +281,8 @@ export function parseOperatorFlags(
         2,
       );
   }
+  if (values['network-policies'] && !values.policies)
+    throw new UserError('--network-policies needs --policies (the policies it enforces)', 2);
   const identity = identityPolicy(values['trust-domain'], values['identity-template']);
   const sidecarImage = values['sidecar-image'] || undefined;
   // The webhook exists to inject the sidecar: without an image it stays off, so a bare local run
@@ -305,6 +336,10 @@ export function parseOperatorFlags(
     ...(values['cert-manager'] ? { issuer: identity } : {}),
     policies: values.policies ?? false,
     clusterPolicies: values['cluster-policies'],
+    ...(values['network-policies'] ? { networkPolicies: true } : {}),
+    ...(values['operator-pod-label']?.length
+      ? { operatorPodLabels: podLabels(values['operator-pod-label']) }
+      : {}),
     webhook: {
       port: webhookPort,
       certMode,

@@ -11,9 +11,11 @@
  *   changes re-queues its cards within seconds whoever created it and whatever its labels;
  * - Pods trimmed to what status.serving needs; Namespaces trimmed to their labels;
  * - the catalogs, the adoptable workloads and cert-manager's Certificates;
- * - the policies, and the ValidatingAdmissionPolicies and bindings generated from them (by label).
+ * - the policies, and the ValidatingAdmissionPolicies and bindings generated from them (by label);
+ * - Services trimmed to their ports and whether they select Pods, and the NetworkPolicies
+ *   generated for agents (by label), for the network controller.
  */
-import type { KubernetesObject, V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import {
   ADOPT_SELECTOR,
   CATALOG_KIND,
@@ -23,6 +25,7 @@ import {
   CLUSTER_POLICY_KIND,
   CLUSTER_POLICY_PLURAL,
   GROUP,
+  NETWORK_POLICY_LABEL,
   OWNED_SELECTOR,
   PLURAL,
   POLICY_KIND,
@@ -283,3 +286,41 @@ export function secretCaches(cache: Cache, secretNames: readonly string[] = []):
     };
   return { secrets: [cache.informer(SIGNING_SECRETS)], metadata: [cache.informer(SECRET_METADATA)] };
 }
+
+/**
+ * Keeps what port resolution reads of a Service (in place): its selector, whether it
+ * is headless, and its ports. The metadata is replaced, not pruned (V8's dictionary objects).
+ */
+export function trimService(svc: V1Service): void {
+  const m = svc.metadata ?? {};
+  svc.metadata = { name: m.name, namespace: m.namespace, resourceVersion: m.resourceVersion };
+  const spec = svc.spec ?? {};
+  svc.spec = {
+    ...(spec.selector ? { selector: spec.selector } : {}),
+    ...(spec.clusterIP ? { clusterIP: spec.clusterIP } : {}),
+    ports: (spec.ports ?? []).map((p) => ({
+      port: p.port,
+      ...(p.targetPort !== undefined ? { targetPort: p.targetPort } : {}),
+      ...(p.protocol ? { protocol: p.protocol } : {}),
+    })),
+  };
+  delete svc.status;
+}
+
+/** Services, for the A2A ports of the agents' NetworkPolicies (read-only, watched). */
+export const SERVICES: Collection<V1Service> = {
+  name: 'services',
+  api: '/api/v1',
+  plural: 'services',
+  namespaced: true,
+  trim: trimService,
+};
+
+/** The NetworkPolicies generated for agents (by label). */
+export const GENERATED_NETWORK_POLICIES: Collection<KubernetesObject & { spec?: unknown }> = {
+  name: 'networkpolicies',
+  api: '/apis/networking.k8s.io/v1',
+  plural: 'networkpolicies',
+  namespaced: true,
+  labelSelector: `${OWNED_SELECTOR},${NETWORK_POLICY_LABEL}=true`,
+};

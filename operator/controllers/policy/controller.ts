@@ -21,7 +21,7 @@
  *
  * Not here (docs/policy.md): judging AgentCards in their own status and withholding their
  * publishing in Enforce mode (the AgentCard controller's part), and the NetworkPolicies of
- * callers rules.
+ * callers rules (../network/).
  */
 import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import {

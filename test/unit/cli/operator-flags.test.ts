@@ -79,6 +79,28 @@ describe('agentcard operator flags', () => {
     expect(parseOperatorFlags(['--help'])).toBe('help');
   });
 
+  it("reads --network-policies and the operator Pods' labels", () => {
+    const f = parseOperatorFlags(
+      [
+        '--policies',
+        '--network-policies',
+        '--operator-pod-label',
+        'app.kubernetes.io/name=agentcard-operator',
+        '--operator-pod-label=app.kubernetes.io/component=operator',
+      ],
+      {},
+    );
+    if (f === 'help') throw new Error('help');
+    expect(f.networkPolicies).toBe(true);
+    expect(f.operatorPodLabels).toEqual({
+      'app.kubernetes.io/name': 'agentcard-operator',
+      'app.kubernetes.io/component': 'operator',
+    });
+    const off = parseOperatorFlags(['--policies'], {});
+    if (off === 'help') throw new Error('help');
+    expect(off.networkPolicies).toBeUndefined();
+  });
+
   it('turns the webhook on (port 9443) when a sidecar image is given', () => {
     expect(parseOperatorFlags(['--sidecar-image', 'registry.example/agentcard:1'], {})).toMatchObject({
       webhook: { port: 9443, sidecarImage: 'registry.example/agentcard:1' },
@@ -117,6 +139,12 @@ describe('agentcard operator flags', () => {
         /--webhook-shutdown-delay must be at most 20s \(well under the Pod's terminationGracePeriodSeconds\), got "21s"/,
       ],
       [['--renew-deadline', '20s'], /--retry-period < --renew-deadline < --lease-duration/],
+      [['--network-policies'], /--network-policies needs --policies/],
+      [
+        ['--operator-pod-label', 'app'],
+        /--operator-pod-label must be KEY=VALUE, a Kubernetes label, got "app"/,
+      ],
+      [['--operator-pod-label', 'app=a b'], /--operator-pod-label must be KEY=VALUE/],
       [['--frobnicate'], /Unknown option '--frobnicate'/],
       [['extra'], /positional/i],
     ];

@@ -726,6 +726,58 @@ describe('policies (policies.enabled)', () => {
   });
 });
 
+describe('NetworkPolicies from callers rules (policies.networkPolicies.enabled)', () => {
+  const networkRules = (objects: Parameters<typeof roles>[0]) =>
+    roles(objects).flatMap((role) =>
+      role.rules
+        .filter(
+          (rule) =>
+            rule.resources.includes('networkpolicies') ||
+            (rule.verbs.includes('watch') && rule.resources.includes('services')),
+        )
+        .map((rule) => ({ role, rule })),
+    );
+
+  it('off by default, and with policies alone: no flag, no right on NetworkPolicies', async () => {
+    for (const values of [{}, { policies: { enabled: true } }]) {
+      const r = await render(values);
+      expect(networkRules(r.objects)).toEqual([]);
+      expect(
+        flag(operatorContainer(r.one('Deployment') as Deployment).args, 'network-policies'),
+      ).toBeUndefined();
+    }
+  });
+
+  it("on: the flag, the operator Pods' labels, and NetworkPolicy writes and Service reads where cards are watched", async () => {
+    const r = await render({ policies: { enabled: true, networkPolicies: { enabled: true } } });
+    const deployment = r.one('Deployment') as Deployment & {
+      spec: { template: { metadata: { labels: Record<string, string> } } };
+    };
+    const args = operatorContainer(deployment).args;
+    expect(flag(args, 'network-policies')).toBe(true);
+    const labels = Object.fromEntries(
+      flagAll(args, 'operator-pod-label').map((l) => l.split('=') as [string, string]),
+    );
+    expect(Object.keys(labels).length).toBeGreaterThan(0);
+    // Each label the flags name is one the operator's Pods carry.
+    for (const [k, v] of Object.entries(labels)) expect(deployment.spec.template.metadata.labels[k]).toBe(v);
+    const rules = networkRules(r.objects).map(
+      ({ role, rule }) => `${role.kind}:${rule.resources.join(',')}:${[...rule.verbs].sort().join(',')}`,
+    );
+    expect(rules.sort()).toEqual([
+      'ClusterRole:networkpolicies:create,delete,list,update,watch',
+      'ClusterRole:services:list,watch',
+    ]);
+    const namespaced = await render({
+      policies: { enabled: true, networkPolicies: { enabled: true } },
+      watchNamespaces: ['team-a'],
+    });
+    expect(
+      networkRules(namespaced.objects).map(({ role }) => `${role.kind}/${role.metadata.namespace}`),
+    ).toEqual(['Role/team-a', 'Role/team-a']);
+  });
+});
+
 describe('other switches', () => {
   it('webhook off: no webhook objects, rights or port', async () => {
     const r = await render({ webhook: { enabled: false } });

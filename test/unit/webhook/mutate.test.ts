@@ -7,7 +7,7 @@ import {
   review,
   useNativeSidecar,
 } from '../../../operator/webhook/mutate.ts';
-import { INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../../../operator/api/names.ts';
+import { AGENT_LABEL, INJECT_ANNOTATION, SIDECAR_CONTAINER } from '../../../operator/api/names.ts';
 import type { InjectionConfig, JsonPatchOp } from '../../../operator/webhook/mutate.ts';
 
 const cfg = (over: Partial<InjectionConfig> = {}): InjectionConfig => ({
@@ -136,6 +136,67 @@ describe('decide', () => {
   });
 });
 
+describe('decide, the agent label', () => {
+  it('adds the labels map to a Pod that has none', () => {
+    const p = pod({ [INJECT_ANNOTATION]: 'weather' });
+    const d = decide(p, 'team-a', cfg());
+    if (!d.inject) throw new Error(d.reason);
+    expect(d.patch).toContainEqual({
+      op: 'add',
+      path: '/metadata/labels',
+      value: { [AGENT_LABEL]: 'weather' },
+    });
+    expect(apply(p, d.patch).metadata!.labels).toEqual({ [AGENT_LABEL]: 'weather' });
+  });
+
+  it('adds one key, escaped, to the labels a Pod has, and replaces a wrong value', () => {
+    const cases: Array<Record<string, string>> = [
+      { app: 'weather' },
+      { app: 'weather', [AGENT_LABEL]: 'other' },
+      {},
+    ];
+    for (const labels of cases) {
+      const p = pod({ [INJECT_ANNOTATION]: 'team-a/weather' });
+      p.metadata!.labels = labels;
+      const d = decide(p, 'team-a', cfg({ mode: 'container' }));
+      if (!d.inject) throw new Error(d.reason);
+      // RFC 6901: the "/" of the label key is "~1" in the pointer.
+      expect(d.patch).toContainEqual({
+        op: 'add',
+        path: '/metadata/labels/agentcard.dev~1agent-card',
+        value: 'weather',
+      });
+      expect(apply(p, d.patch).metadata!.labels).toEqual({ ...labels, [AGENT_LABEL]: 'weather' });
+    }
+  });
+
+  it('hashes a name longer than a label value may be', () => {
+    const name = `a${'b'.repeat(70)}`;
+    const d = decide(pod({ [INJECT_ANNOTATION]: name }), 'team-a', cfg());
+    if (!d.inject) throw new Error(d.reason);
+    const value = (apply(pod({ [INJECT_ANNOTATION]: name }), d.patch).metadata!.labels ?? {})[AGENT_LABEL]!;
+    expect(value).toMatch(/^h\.[0-9a-f]{40}$/);
+  });
+
+  it('labels nothing when it injects nothing', () => {
+    const d = decide(pod({ [INJECT_ANNOTATION]: 'team-b/weather' }), 'team-a', cfg());
+    expect(d.inject).toBe(false);
+  });
+
+  it('refuses a review whose Pod labels are not a map', () => {
+    const bad = parseReview({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'u',
+        kind: { kind: 'Pod' },
+        object: { metadata: { labels: ['x'] }, spec: { containers: [] } },
+      },
+    });
+    expect(bad).toEqual({ error: 'request.object.metadata.labels is not a map' });
+  });
+});
+
 describe('useNativeSidecar', () => {
   it('uses native sidecars from Kubernetes 1.29 in auto mode', () => {
     expect(useNativeSidecar('auto', { major: '1', minor: '28' })).toBe(false);
@@ -161,7 +222,7 @@ describe('review', () => {
     const { response } = review(request(pod({ [INJECT_ANNOTATION]: 'weather' })), cfg());
     expect(response.response).toMatchObject({ uid: 'c0ffee', allowed: true, patchType: 'JSONPatch' });
     const ops = JSON.parse(Buffer.from(response.response.patch!, 'base64').toString()) as JsonPatchOp[];
-    expect(ops.map((o) => o.path)).toEqual(['/spec/initContainers', '/spec/volumes']);
+    expect(ops.map((o) => o.path)).toEqual(['/spec/initContainers', '/spec/volumes', '/metadata/labels']);
   });
 
   it('allows without a patch otherwise, warning when a requested injection is refused', () => {

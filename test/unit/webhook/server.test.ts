@@ -148,7 +148,7 @@ describe('webhook server', () => {
     expect(body.response.uid).toBe('e911857d-c318-11e8-bbad-025000000001');
     expect(body.response.allowed).toBe(true);
     const ops = JSON.parse(Buffer.from(body.response.patch, 'base64').toString()) as { path: string }[];
-    expect(ops.map((o) => o.path)).toEqual(['/spec/initContainers', '/spec/volumes']);
+    expect(ops.map((o) => o.path)).toEqual(['/spec/initContainers', '/spec/volumes', '/metadata/labels']);
     expect(await registry.getSingleMetricAsString('agentcard_webhook_reviews_total')).toContain(
       'agentcard_webhook_reviews_total{result="injected"} 1',
     );

@@ -2,7 +2,8 @@
 // that test/controlplane's pki command has filled: it signs them with that CA (ca.crt, ca.key).
 // Each component gets the identity the bootstrap RBAC roles and the Node authorizer expect
 // (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#core-component-roles):
-// system:node:<name> in system:nodes for the kubelet, system:kube-proxy, system:kube-scheduler.
+// system:node:<name> in system:nodes for the kubelet, system:kube-proxy, system:kube-scheduler;
+// and system:kube-router, which has no bootstrap role (control.ts binds it to one of its own).
 package main
 
 import (
@@ -45,6 +46,8 @@ func run(dir, node string) error {
 		"kubelet":    {CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
 		"kube-proxy": {CommonName: "system:kube-proxy"},
 		"scheduler":  {CommonName: "system:kube-scheduler"},
+		// kube-router's network policy controller (RBAC: control.ts, firewallRbac).
+		"kube-router": {CommonName: "system:kube-router"},
 	}
 	for name, subject := range clients {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
