@@ -213,8 +213,12 @@ describe('decide, nginx server', () => {
     expect(conf).toContain('root /etc/agentcard;');
     expect(conf).toContain('listen 8095;');
     expect(conf).toContain('pid /tmp/nginx.pid;');
-    expect(conf).toContain('js_import agentcard from /etc/agentcard-nginx/agentcard.js;');
-    expect(patched.metadata!.annotations!['agentcard.dev/nginx-js']).toContain("'/cache-max-age-seconds'");
+    // Stock modules only: no njs, no other load_module, so any nginx image runs it.
+    expect(conf).not.toMatch(/load_module|js_import|js_set/);
+    expect(conf).toContain('if (-f $document_root/cache-max-age-seconds.place2-digit3)');
+    expect(
+      Object.keys(patched.metadata!.annotations!).filter((k) => k.startsWith('agentcard.dev/nginx')),
+    ).toEqual(['agentcard.dev/nginx-conf']);
     expect(patched.metadata!.annotations![INJECT_ANNOTATION]).toBe('weather');
     const volumes = patched.spec!.volumes!;
     expect(volumes.map((v) => v.name)).toEqual([
@@ -223,14 +227,12 @@ describe('decide, nginx server', () => {
       'agentcard-nginx-conf',
       'agentcard-nginx-tmp',
     ]);
-    expect(volumes[2]!.downwardAPI!.items![0]).toEqual({
-      path: 'nginx.conf',
-      fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-conf']" },
-    });
-    expect(volumes[2]!.downwardAPI!.items![1]).toEqual({
-      path: 'agentcard.js',
-      fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-js']" },
-    });
+    expect(volumes[2]!.downwardAPI!.items).toEqual([
+      {
+        path: 'nginx.conf',
+        fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-conf']" },
+      },
+    ]);
     expect(sidecar!.volumeMounts!.map((m) => [m.mountPath, m.readOnly ?? false])).toEqual([
       ['/etc/agentcard', true],
       ['/etc/agentcard-nginx', true],
