@@ -76,18 +76,44 @@ export function nginxConfig(o: NginxConfigOptions): string {
       add_header X-Content-Type-Options "nosniff" always;${extra}
       return ${status} "${body}\\n";`;
   // The host to select by: Host ($host: nginx lowercases it and strips the port), or with a
-  // trusted proxy the first X-Forwarded-Host. Anything that is not a DNS name maps to `~`,
-  // which no ConfigMap key can contain, so no file outside the set is ever named after a host.
+  // trusted proxy the first X-Forwarded-Host (none that can be parsed: no host). Anything that is
+  // not a DNS name becomes `~`, which no ConfigMap key can contain, so no file outside the set is
+  // ever named after a host.
   const hostSource = o.trustForwardedHost
-    ? `map $http_x_forwarded_host $agentcard_raw_host {
-    ""                          $host;
-    "~^[ \\t]*(?<first>[^, \\t]+)" $first;
-  }`
-    : `map $host $agentcard_raw_host {
-    default $host;
-  }`;
+    ? [
+        `set $agentcard_raw_host "";`,
+        `if ($http_x_forwarded_host = "") { set $agentcard_raw_host $host; }`,
+        `if ($http_x_forwarded_host ~ "^[ \\t]*(?<agentcard_first>[^, \\t]+)") { set $agentcard_raw_host $agentcard_first; }`,
+      ]
+    : [`set $agentcard_raw_host $host;`];
+  const select = [
+    ...hostSource,
+    `set $agentcard_host "~";`,
+    `if ($agentcard_raw_host ~ "^(?<agentcard_name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$") { set $agentcard_host $agentcard_name; }`,
+    // *.<suffix> matches exactly one more leading label.
+    `set $agentcard_suffix "~";`,
+    `if ($agentcard_host ~ "^[^.]+\\.(?<agentcard_rest>.+)$") { set $agentcard_suffix $agentcard_rest; }`,
+    ...maxAgeTests(),
+    `set $agentcard_cache_control "public, max-age=${maxAgeVariables}";`,
+    `if ($agentcard_cache_control = "public, max-age=") { set $agentcard_cache_control "public, max-age=${o.maxAgeSeconds}"; }`,
+  ];
+  // The three documents: a location that routes by method, and one that serves the file.
+  const document = (route: string, tryFiles: string) => `    location = /.agentcard/${route} {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+      set $agentcard_document ${route};
+      rewrite ^ /.agentcard/select last;
+    }
+    location = /.agentcard/document-${route} {
+      internal;
+${documentHeaders(cors)}
+      try_files ${tryFiles} @absent;
+    }`;
   return `# agentcard sidecar, nginx mode. Written by agentcard-operator (operator/sidecar/nginx.ts);
 # the same for every Pod and card: cards and audiences change as files, never as configuration.
+# Only the rewrite module's set and if decide: no map block (each one costs nginx's master and
+# worker about 1 MiB of heap with glibc), and no njs or other dynamic module.
 worker_processes 1;
 pid ${o.tmpDir}/nginx.pid;
 error_log stderr warn;
@@ -122,37 +148,6 @@ http {
   # Whole documents only, as the Node mode answers (a card is a few KB).
   max_ranges 0;
 
-  # Cache-Control of the documents: the digits the max-age location found, or the default.
-  map "${maxAgeVariables}" $agentcard_cache_control {
-    ""      "public, max-age=${o.maxAgeSeconds}";
-    default "public, max-age=${maxAgeVariables}";
-  }
-
-  ${hostSource}
-  map $agentcard_raw_host $agentcard_host {
-    "~^(?<name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$" $name;
-    default "~";
-  }
-  # *.<suffix> matches exactly one more leading label.
-  map $agentcard_host $agentcard_suffix {
-    "~^[^.]+\\.(?<suffix>.+)$" $suffix;
-    default "~";
-  }
-  # Requests are routed by the raw request target, as the Node mode does: nginx's normalized URI
-  # would also answer /.well-known/./agent-card.json, //.well-known/... or %2e-encoded dots.
-  map $request_uri $agentcard_route {
-    "~^/\\.well-known/agent-card\\.json(?:\\?.*)?$" agent-card;
-    "~^/\\.well-known/agent\\.json(?:\\?.*)?$"      agent;
-    "~^/\\.well-known/jwks\\.json(?:\\?.*)?$"       jwks;
-    "~^/(?:healthz)?(?:\\?.*)?$"                    health;
-    default                                         other;
-  }
-  # A CORS preflight (Fetch standard, "CORS protocol") has both an Origin and a requested method.
-  map "$http_origin|$http_access_control_request_method" $agentcard_preflight {
-    "~^.+\\|.+$" preflight;
-    default     options;
-  }
-
   server {
     listen ${o.listen.join(';\n    listen ')};
     root ${o.cardDir};
@@ -163,48 +158,26 @@ http {
     error_page 405 @not_allowed;
     error_page 503 @not_loaded;
 
+    # Requests are routed by the raw request target, as the Node mode does: nginx's normalized
+    # URI would also answer /.well-known/./agent-card.json, //.well-known/... or %2e-encoded dots.
     location / {
-      rewrite ^ /.agentcard/$agentcard_route last;
+      if ($request_uri ~ "^/\\.well-known/agent-card\\.json(?:\\?.*)?$") { rewrite ^ /.agentcard/agent-card last; }
+      if ($request_uri ~ "^/\\.well-known/agent\\.json(?:\\?.*)?$") { rewrite ^ /.agentcard/agent last; }
+      if ($request_uri ~ "^/\\.well-known/jwks\\.json(?:\\?.*)?$") { rewrite ^ /.agentcard/jwks last; }
+      if ($request_uri ~ "^/(?:healthz)?(?:\\?.*)?$") { rewrite ^ /.agentcard/health last; }
+      return 404;
     }
 
-    location = /.agentcard/agent-card {
+${document('agent-card', '/host.$agentcard_host.agent-card.json /wildcard.$agentcard_suffix.agent-card.json /agent-card.json')}
+${document('agent', '/host.$agentcard_host.agent.json /wildcard.$agentcard_suffix.agent.json /agent.json')}
+${document('jwks', '/jwks.json')}
+    # A document's host and Cache-Control, in a location that only rewrites afterwards (an \`if\`
+    # that matches takes over the location's configuration, so it must not share one with
+    # try_files). max-age: one digit per place, from the keys that exist (max-age-keys.ts).
+    location = /.agentcard/select {
       internal;
-      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
-      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-      rewrite ^ /.agentcard/max-age last;
-    }
-    location = /.agentcard/document-agent-card {
-      internal;
-${documentHeaders(cors)}
-      try_files /host.$agentcard_host.agent-card.json /wildcard.$agentcard_suffix.agent-card.json /agent-card.json @absent;
-    }
-    location = /.agentcard/agent {
-      internal;
-      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
-      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-      rewrite ^ /.agentcard/max-age last;
-    }
-    location = /.agentcard/document-agent {
-      internal;
-${documentHeaders(cors)}
-      try_files /host.$agentcard_host.agent.json /wildcard.$agentcard_suffix.agent.json /agent.json @absent;
-    }
-    location = /.agentcard/jwks {
-      internal;
-      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
-      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-      rewrite ^ /.agentcard/max-age last;
-    }
-    location = /.agentcard/document-jwks {
-      internal;
-${documentHeaders(cors)}
-      try_files /jwks.json @absent;
-    }
-    # max-age, one digit per place from the keys that exist (max-age-keys.ts), then the document.
-    location = /.agentcard/max-age {
-      internal;
-${maxAgeTests()}
-      rewrite ^ /.agentcard/document-$agentcard_route last;
+${select.map((line) => `      ${line}`).join('\n')}
+      rewrite ^ /.agentcard/document-$agentcard_document last;
     }
     # 200 whatever the card's state, for load balancers' default health checks.
     location = /.agentcard/health {
@@ -213,9 +186,12 @@ ${maxAgeTests()}
       if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
       ${text(200, 'ok')}
     }
-    location = /.agentcard/other {
+    # A CORS preflight (Fetch standard, "CORS protocol") has both an Origin and a requested method.
+    location = /.agentcard/options {
       internal;
-      return 404;
+      set $agentcard_preflight "$http_origin|$http_access_control_request_method";
+      if ($agentcard_preflight ~ "^.+\\|.+$") { rewrite ^ /.agentcard/options-preflight last; }
+      rewrite ^ /.agentcard/options-options last;
     }
     location = /.agentcard/options-options {
       internal;
@@ -273,11 +249,10 @@ function places(): number[] {
 }
 
 /**
- * One `if (-f ...)` per place and digit, in a location of its own that only rewrites afterwards
- * (an `if` that matches takes over the location's configuration, so it must not share one with
- * try_files). Every variable starts empty: a place without a key adds nothing to the number.
+ * One `if (-f ...)` per place and digit. Every variable starts empty: a place without a key adds
+ * nothing to the number.
  */
-function maxAgeTests(): string {
+function maxAgeTests(): string[] {
   const lines: string[] = [];
   for (const p of places()) lines.push(`set $agentcard_max_age_${p} "";`);
   for (const p of places()) {
@@ -287,5 +262,5 @@ function maxAgeTests(): string {
       lines.push(`if (-f $document_root/${maxAgeDigitKey(p, d)}) { set $agentcard_max_age_${p} ${d}; }`);
     }
   }
-  return lines.map((line) => `      ${line}`).join('\n');
+  return lines;
 }

@@ -215,6 +215,8 @@ describe('decide, nginx server', () => {
     expect(conf).toContain('pid /tmp/nginx.pid;');
     // Stock modules only: no njs, no other load_module, so any nginx image runs it.
     expect(conf).not.toMatch(/load_module|js_import|js_set/);
+    // Not trusted unless configured: the header is never read.
+    expect(conf).not.toContain('$http_x_forwarded_host');
     expect(conf).toContain('if (-f $document_root/cache-max-age-seconds.place2-digit3)');
     expect(
       Object.keys(patched.metadata!.annotations!).filter((k) => k.startsWith('agentcard.dev/nginx')),
@@ -262,7 +264,7 @@ describe('decide, nginx server', () => {
     });
     if (!nginx.inject) throw new Error(nginx.reason);
     const conf = nginx.patch.find((op) => op.path.startsWith('/metadata/annotations/'))!.value as string;
-    expect(conf).toContain('map $http_x_forwarded_host $agentcard_raw_host');
+    expect(conf).toContain('if ($http_x_forwarded_host ~ ');
     const node = decide(pod({ [INJECT_ANNOTATION]: 'w' }), 'team-a', cfg({ trustForwardedHost: true }));
     if (!node.inject) throw new Error(node.reason);
     expect((node.patch[0]!.value as V1Container[])[0]!.args).toContain('--trust-forwarded-host');
