@@ -83,16 +83,16 @@ export function nginxConfig(o: NginxConfigOptions): string {
     ? [
         `set $agentcard_raw_host "";`,
         `if ($http_x_forwarded_host = "") { set $agentcard_raw_host $host; }`,
-        `if ($http_x_forwarded_host ~ "^[ \\t]*(?<agentcard_first>[^, \\t]+)") { set $agentcard_raw_host $agentcard_first; }`,
+        `if ($http_x_forwarded_host ~ "^[ \\t]*(?<forwarded_first>[^, \\t]+)") { set $agentcard_raw_host $forwarded_first; }`,
       ]
     : [`set $agentcard_raw_host $host;`];
   const select = [
     ...hostSource,
     `set $agentcard_host "~";`,
-    `if ($agentcard_raw_host ~ "^(?<agentcard_name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$") { set $agentcard_host $agentcard_name; }`,
+    `if ($agentcard_raw_host ~ "^(?<host_name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$") { set $agentcard_host $host_name; }`,
     // *.<suffix> matches exactly one more leading label.
     `set $agentcard_suffix "~";`,
-    `if ($agentcard_host ~ "^[^.]+\\.(?<agentcard_rest>.+)$") { set $agentcard_suffix $agentcard_rest; }`,
+    `if ($agentcard_host ~ "^[^.]+\\.(?<host_parent>.+)$") { set $agentcard_suffix $host_parent; }`,
     ...maxAgeTests(),
     `set $agentcard_cache_control "public, max-age=${maxAgeVariables}";`,
     `if ($agentcard_cache_control = "public, max-age=") { set $agentcard_cache_control "public, max-age=${o.maxAgeSeconds}"; }`,
