@@ -1,17 +1,15 @@
 /**
  * The demo's stand-in for the injected sidecar: with no kubelet, it serves the card volume the
  * way the Pod would. In the nginx mode (the chart's default) it runs the machine's nginx with
- * the configuration and njs script the webhook put into the demo Pod's annotations, only the
- * Pod's paths and port replaced; without an nginx that has the njs module it says so and serves
- * with the Node mode instead.
+ * the configuration the webhook put into the demo Pod's annotation, only the Pod's paths and
+ * port replaced; without nginx it says so and serves with the Node mode instead.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../operator/api/names.ts';
-import { NJS_MODULE } from '../operator/sidecar/nginx.ts';
+import { NGINX_CONF_ANNOTATION } from '../operator/api/names.ts';
 import { localNginxConfig } from '../test/support/card-servers.ts';
 
 /** The nginx image the chart pins (so the demo's webhook injects what a default install does). */
@@ -22,9 +20,9 @@ export function chartNginxImage(repoRoot: string): string {
   return values.sidecar.nginx.image;
 }
 
-/** Whether this machine can run the nginx mode (nginx with the njs module). */
+/** Whether this machine can run the nginx mode (any nginx: the configuration needs no module). */
 export function haveNginx(): boolean {
-  return spawnSync('nginx', ['-v'], { stdio: 'ignore' }).status === 0 && existsSync(NJS_MODULE);
+  return spawnSync('nginx', ['-v'], { stdio: 'ignore' }).status === 0;
 }
 
 /** Starts nginx with the Pod's annotations as its configuration, serving `cardDir` on `port`. */
@@ -35,14 +33,12 @@ export function startNginx(opts: {
   workDir: string;
 }): ChildProcess {
   const conf = opts.annotations[NGINX_CONF_ANNOTATION];
-  const script = opts.annotations[NGINX_SCRIPT_ANNOTATION];
-  if (!conf || !script) throw new Error('the Pod has no nginx configuration annotations');
+  if (!conf) throw new Error('the Pod has no nginx configuration annotation');
   mkdirSync(opts.workDir, { recursive: true });
   // nginx's workers run as an unprivileged user when the demo runs as root: let them read.
   for (const dir of [opts.workDir, opts.cardDir, join(opts.cardDir, '..')]) chmodSync(dir, 0o755);
   const file = join(opts.workDir, 'nginx.conf');
   writeFileSync(file, localNginxConfig(conf, { cardDir: opts.cardDir, port: opts.port, tmp: opts.workDir }));
-  writeFileSync(join(opts.workDir, 'agentcard.js'), script);
   const log = openSync(join(opts.workDir, '..', 'nginx.log'), 'a');
   return spawn('nginx', ['-c', file, '-e', 'stderr', '-g', 'daemon off;'], {
     stdio: ['ignore', 'ignore', log],

@@ -491,7 +491,7 @@ async function main(argv: string[]): Promise<number> {
     () =>
       nginx
         ? `${cardUrl} (nginx with the Pod's own configuration, the default mode)`
-        : `${cardUrl} (no nginx with njs on this machine: served by the Node mode instead; apt-get install nginx-light libnginx-mod-http-js)`,
+        : `${cardUrl} (no nginx on this machine: served by the Node mode instead; apt-get install nginx-light)`,
   );
 
   const jwksUrl = cardUrl.replace('agent-card.json', 'jwks.json');

@@ -19,11 +19,10 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 /** Pod annotation that asks for the sidecar: `agentcard.dev/inject: <AgentCard name>`. */
 export const INJECT_ANNOTATION = 'agentcard.dev/inject';
 /**
- * nginx serving mode: the Pod annotations holding the nginx configuration and its njs script,
- * projected into the sidecar as files by a downwardAPI volume (webhook/nginx-container.ts).
+ * nginx serving mode: the Pod annotation holding the nginx configuration, projected into the
+ * sidecar as a file by a downwardAPI volume (webhook/nginx-container.ts).
  */
 export const NGINX_CONF_ANNOTATION = 'agentcard.dev/nginx-conf';
-export const NGINX_SCRIPT_ANNOTATION = 'agentcard.dev/nginx-js';
 /** The name of the injected container (also how an already injected Pod is recognised). */
 export const SIDECAR_CONTAINER = 'agentcard-sidecar';
 

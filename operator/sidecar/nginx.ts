@@ -1,41 +1,42 @@
 /**
  * The nginx mode's configuration: a stock unprivileged nginx serves the mounted card ConfigMap
  * with the same paths, headers, conditional requests, CORS, 405 and audience selection as the
- * Node mode (server.ts), for a fraction of its memory.
+ * Node mode (server.ts), for a fraction of its memory. It uses only modules every nginx build has
+ * (core, rewrite, map, static): no njs or other dynamic module, so any nginx image serves it.
  *
- * The text is a pure function of a few settings. The webhook writes it and the njs script into
- * the Pod it injects (two Pod annotations, projected as files by a downwardAPI volume; see
+ * The text is a pure function of a few settings. The webhook writes it into the Pod it injects
+ * (a Pod annotation, projected as a file by a downwardAPI volume; see
  * ../webhook/nginx-container.ts), so there is no per-namespace
  * object to manage and nothing to reload: the text never depends on the card or its audiences.
  * nginx reads the card files on every request (no open_file_cache), following the kubelet's
  * `..data` symlinks, so a new version of the ConfigMap is served as soon as the kubelet has
  * swapped it in, and an audience added or removed is a file that appears or disappears.
  *
- * Cache-Control's max-age comes from the `cache-max-age-seconds` file on every request, read by
- * a few lines of njs (nginx's JavaScript module, shipped in the nginx images and in Debian as
- * libnginx-mod-http-js): nginx alone can put a file in a body but not in a header.
+ * Cache-Control's max-age comes from the ConfigMap on every request too, from the keys that spell
+ * it one digit per key name (max-age-keys.ts): nginx alone can test whether a file exists, but
+ * not put a file's content in a header.
  *
  * Known differences from the Node mode, by design of a file server (documented in docs/operations.md, "nginx mode"):
  * - ETag is nginx's (modification time and size), not a hash of the bytes; it changes with every
  *   version the kubelet writes, unless a file keeps its size and is rewritten within a second.
  * - The files are served as they are: the Node mode's checks (valid JSON, a v1.0 card) are left
  *   to the controller, which validates every card before it publishes it.
+ * - max-age is read from the digit keys the operator publishes, not from `cache-max-age-seconds`.
  * - X-Forwarded-Host (when trusted) must already be lowercase to select a variant.
  * - No per-Pod metrics port.
  */
 import { ALLOW } from './respond.ts';
-import { CORS_HEADERS, MAX_AGE_FILE, MAX_AGE_LIMIT } from './version.ts';
+import { MAX_AGE_PLACES, maxAgeDigitKey } from './max-age-keys.ts';
+import { CORS_HEADERS, MAX_AGE_LIMIT } from './version.ts';
 
 export interface NginxConfigOptions {
   /** The mounted card ConfigMap. */
   cardDir: string;
-  /** The directory holding NGINX_SCRIPT_FILE (nginxScript()). */
-  confDir: string;
   /** `listen` parameters, e.g. `8095` or `127.0.0.1:8095`. */
   listen: string[];
   /** A writable directory (an emptyDir in the Pod) for the pid file and nginx's temporary files. */
   tmpDir: string;
-  /** max-age when the card directory has no valid `cache-max-age-seconds` file. */
+  /** max-age when the card directory has no max-age digit keys (max-age-keys.ts). */
   maxAgeSeconds: number;
   keepAliveSeconds: number;
   maxHeaderBytes: number;
@@ -45,9 +46,6 @@ export interface NginxConfigOptions {
 /** Where the injected nginx finds its configuration and writable directory. */
 export const NGINX_CONF_DIR = '/etc/agentcard-nginx';
 export const NGINX_CONF_FILE = 'nginx.conf';
-export const NGINX_SCRIPT_FILE = 'agentcard.js';
-/** Where the nginx images and Debian's libnginx-mod-http-js put the njs module. */
-export const NJS_MODULE = '/usr/lib/nginx/modules/ngx_http_js_module.so';
 export const NGINX_TMP_DIR = '/tmp';
 /** The unprivileged user of the nginxinc/nginx-unprivileged image. */
 export const NGINX_UID = 101;
@@ -60,7 +58,6 @@ const DNS_NAME = `${LABEL}(?:\\.${LABEL})*`;
 export function nginxConfig(o: NginxConfigOptions): string {
   for (const [name, value] of [
     ['cardDir', o.cardDir],
-    ['confDir', o.confDir],
     ['tmpDir', o.tmpDir],
   ] as const) {
     if (!/^\/[A-Za-z0-9._/-]*$/.test(value))
@@ -70,25 +67,53 @@ export function nginxConfig(o: NginxConfigOptions): string {
     if (!/^[0-9a-fA-F.:[\]]*\d+$/.test(l)) throw new Error(`listen must be [ADDRESS:]PORT, got '${l}'`);
   }
   const cors = pairs(CORS_HEADERS);
+  const maxAgeVariables = places()
+    .map((p) => `$agentcard_max_age_${p}`)
+    .join('');
   const text = (status: number, body: string, extra = '') =>
     `default_type "text/plain; charset=utf-8";
       add_header Cache-Control "no-store" always;
       add_header X-Content-Type-Options "nosniff" always;${extra}
       return ${status} "${body}\\n";`;
   // The host to select by: Host ($host: nginx lowercases it and strips the port), or with a
-  // trusted proxy the first X-Forwarded-Host. Anything that is not a DNS name maps to `~`,
-  // which no ConfigMap key can contain, so no file outside the set is ever named after a host.
+  // trusted proxy the first X-Forwarded-Host (none that can be parsed: no host). Anything that is
+  // not a DNS name becomes `~`, which no ConfigMap key can contain, so no file outside the set is
+  // ever named after a host.
   const hostSource = o.trustForwardedHost
-    ? `map $http_x_forwarded_host $agentcard_raw_host {
-    ""                          $host;
-    "~^[ \\t]*(?<first>[^, \\t]+)" $first;
-  }`
-    : `map $host $agentcard_raw_host {
-    default $host;
-  }`;
+    ? [
+        `set $agentcard_raw_host "";`,
+        `if ($http_x_forwarded_host = "") { set $agentcard_raw_host $host; }`,
+        `if ($http_x_forwarded_host ~ "^[ \\t]*(?<forwarded_first>[^, \\t]+)") { set $agentcard_raw_host $forwarded_first; }`,
+      ]
+    : [`set $agentcard_raw_host $host;`];
+  const select = [
+    ...hostSource,
+    `set $agentcard_host "~";`,
+    `if ($agentcard_raw_host ~ "^(?<host_name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$") { set $agentcard_host $host_name; }`,
+    // *.<suffix> matches exactly one more leading label.
+    `set $agentcard_suffix "~";`,
+    `if ($agentcard_host ~ "^[^.]+\\.(?<host_parent>.+)$") { set $agentcard_suffix $host_parent; }`,
+    ...maxAgeTests(),
+    `set $agentcard_cache_control "public, max-age=${maxAgeVariables}";`,
+    `if ($agentcard_cache_control = "public, max-age=") { set $agentcard_cache_control "public, max-age=${o.maxAgeSeconds}"; }`,
+  ];
+  // The three documents: a location that routes by method, and one that serves the file.
+  const document = (route: string, tryFiles: string) => `    location = /.agentcard/${route} {
+      internal;
+      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options last; }
+      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
+      set $agentcard_document ${route};
+      rewrite ^ /.agentcard/select last;
+    }
+    location = /.agentcard/document-${route} {
+      internal;
+${documentHeaders(cors)}
+      try_files ${tryFiles} @absent;
+    }`;
   return `# agentcard sidecar, nginx mode. Written by agentcard-operator (operator/sidecar/nginx.ts);
 # the same for every Pod and card: cards and audiences change as files, never as configuration.
-load_module ${NJS_MODULE};
+# Only the rewrite module's set and if decide: no map block (each one costs nginx's master and
+# worker about 1 MiB of heap with glibc), and no njs or other dynamic module.
 worker_processes 1;
 pid ${o.tmpDir}/nginx.pid;
 error_log stderr warn;
@@ -123,34 +148,6 @@ http {
   # Whole documents only, as the Node mode answers (a card is a few KB).
   max_ranges 0;
 
-  js_import agentcard from ${o.confDir}/${NGINX_SCRIPT_FILE};
-  js_set $agentcard_cache_control agentcard.cacheControl;
-
-  ${hostSource}
-  map $agentcard_raw_host $agentcard_host {
-    "~^(?<name>${DNS_NAME})\\.?(?::[0-9]{1,5})?$" $name;
-    default "~";
-  }
-  # *.<suffix> matches exactly one more leading label.
-  map $agentcard_host $agentcard_suffix {
-    "~^[^.]+\\.(?<suffix>.+)$" $suffix;
-    default "~";
-  }
-  # Requests are routed by the raw request target, as the Node mode does: nginx's normalized URI
-  # would also answer /.well-known/./agent-card.json, //.well-known/... or %2e-encoded dots.
-  map $request_uri $agentcard_route {
-    "~^/\\.well-known/agent-card\\.json(?:\\?.*)?$" agent-card;
-    "~^/\\.well-known/agent\\.json(?:\\?.*)?$"      agent;
-    "~^/\\.well-known/jwks\\.json(?:\\?.*)?$"       jwks;
-    "~^/(?:healthz)?(?:\\?.*)?$"                    health;
-    default                                         other;
-  }
-  # A CORS preflight (Fetch standard, "CORS protocol") has both an Origin and a requested method.
-  map "$http_origin|$http_access_control_request_method" $agentcard_preflight {
-    "~^.+\\|.+$" preflight;
-    default     options;
-  }
-
   server {
     listen ${o.listen.join(';\n    listen ')};
     root ${o.cardDir};
@@ -161,30 +158,31 @@ http {
     error_page 405 @not_allowed;
     error_page 503 @not_loaded;
 
+    # Requests are routed by the raw request target, as the Node mode does: nginx's normalized
+    # URI would also answer /.well-known/./agent-card.json, //.well-known/... or %2e-encoded dots.
     location / {
-      rewrite ^ /.agentcard/$agentcard_route last;
+      if ($request_uri ~ "^/\\.well-known/agent-card\\.json(?:\\?.*)?$") { rewrite ^ /.agentcard/agent-card last; }
+      if ($request_uri ~ "^/\\.well-known/agent\\.json(?:\\?.*)?$") { rewrite ^ /.agentcard/agent last; }
+      if ($request_uri ~ "^/\\.well-known/jwks\\.json(?:\\?.*)?$") { rewrite ^ /.agentcard/jwks last; }
+      if ($request_uri ~ "^/(?:healthz)?(?:\\?.*)?$") { rewrite ^ /.agentcard/health last; }
+      return 404;
     }
 
-    location = /.agentcard/agent-card {
+${document('agent-card', '/host.$agentcard_host.agent-card.json /wildcard.$agentcard_suffix.agent-card.json /agent-card.json')}
+${document('agent', '/host.$agentcard_host.agent.json /wildcard.$agentcard_suffix.agent.json /agent.json')}
+${document('jwks', '/jwks.json')}
+    # A document's host and Cache-Control, in a location that only rewrites afterwards (an \`if\`
+    # that matches takes over the location's configuration, so it must not share one with
+    # try_files). max-age: one digit per place, from the keys that exist (max-age-keys.ts).
+    location = /.agentcard/select {
       internal;
-      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
-      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-${documentHeaders(cors)}
-      try_files /host.$agentcard_host.agent-card.json /wildcard.$agentcard_suffix.agent-card.json /agent-card.json @absent;
-    }
-    location = /.agentcard/agent {
-      internal;
-      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
-      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-${documentHeaders(cors)}
-      try_files /host.$agentcard_host.agent.json /wildcard.$agentcard_suffix.agent.json /agent.json @absent;
-    }
-    location = /.agentcard/jwks {
-      internal;
-      if ($request_method = OPTIONS) { rewrite ^ /.agentcard/options-$agentcard_preflight last; }
-      if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
-${documentHeaders(cors)}
-      try_files /jwks.json @absent;
+      # The digit keys' existence, remembered for a second: a third of the CPU per request (one
+      # stat per place and digit otherwise); a new max-age shows at most a second after its card.
+      open_file_cache max=64 inactive=60s;
+      open_file_cache_valid 1s;
+      open_file_cache_errors on;
+${select.map((line) => `      ${line}`).join('\n')}
+      rewrite ^ /.agentcard/document-$agentcard_document last;
     }
     # 200 whatever the card's state, for load balancers' default health checks.
     location = /.agentcard/health {
@@ -193,9 +191,12 @@ ${documentHeaders(cors)}
       if ($request_method !~ ^(?:GET|HEAD)$) { return 405; }
       ${text(200, 'ok')}
     }
-    location = /.agentcard/other {
+    # A CORS preflight (Fetch standard, "CORS protocol") has both an Origin and a requested method.
+    location = /.agentcard/options {
       internal;
-      return 404;
+      set $agentcard_preflight "$http_origin|$http_access_control_request_method";
+      if ($agentcard_preflight ~ "^.+\\|.+$") { rewrite ^ /.agentcard/options-preflight last; }
+      rewrite ^ /.agentcard/options-options last;
     }
     location = /.agentcard/options-options {
       internal;
@@ -231,30 +232,6 @@ ${cors.map(([k, v]) => `      add_header ${k} "${v}" always;`).join('\n')}
 `;
 }
 
-/**
- * The njs module (njs 0.7 and later, plain ES5 so every engine version runs it): Cache-Control
- * from the card directory's `cache-max-age-seconds`, with the same bounds as the Node mode
- * (version.ts); the configured default when the file is absent or not a valid number.
- */
-export function nginxScript(o: { maxAgeSeconds: number }): string {
-  return `// agentcard sidecar, nginx mode: written by agentcard-operator (operator/sidecar/nginx.ts).
-var fs = require('fs');
-
-function cacheControl(r) {
-  var seconds = ${o.maxAgeSeconds};
-  try {
-    var text = fs.readFileSync(r.variables.document_root + '/${MAX_AGE_FILE}').toString().trim();
-    if (/^[0-9]{1,6}$/.test(text) && Number(text) <= ${MAX_AGE_LIMIT}) seconds = Number(text);
-  } catch (e) {
-    // no file (or not readable): the default
-  }
-  return 'public, max-age=' + seconds;
-}
-
-export default { cacheControl: cacheControl };
-`;
-}
-
 function documentHeaders(cors: [string, string][]): string {
   return [
     `add_header Cache-Control $agentcard_cache_control;`,
@@ -269,4 +246,26 @@ function pairs(flat: readonly string[]): [string, string][] {
   const out: [string, string][] = [];
   for (let i = 0; i < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
   return out;
+}
+
+/** The places of a max-age, highest first. */
+function places(): number[] {
+  return Array.from({ length: MAX_AGE_PLACES }, (_, i) => MAX_AGE_PLACES - 1 - i);
+}
+
+/**
+ * One `if (-f ...)` per place and digit. Every variable starts empty: a place without a key adds
+ * nothing to the number.
+ */
+function maxAgeTests(): string[] {
+  const lines: string[] = [];
+  for (const p of places()) lines.push(`set $agentcard_max_age_${p} "";`);
+  for (const p of places()) {
+    // The highest place never holds 0 (no leading zeros) nor more than the limit's first digit.
+    const [low, high] = p === MAX_AGE_PLACES - 1 ? [1, Number(String(MAX_AGE_LIMIT)[0])] : [0, 9];
+    for (let d = low; d <= high; d++) {
+      lines.push(`if (-f $document_root/${maxAgeDigitKey(p, d)}) { set $agentcard_max_age_${p} ${d}; }`);
+    }
+  }
+  return lines;
 }

@@ -1,6 +1,7 @@
 /**
  * What the webhook injects in the nginx serving mode (`--sidecar-server nginx`): a stock
- * unprivileged nginx with the operator's configuration (../sidecar/nginx.ts).
+ * unprivileged nginx with the operator's configuration (../sidecar/nginx.ts). The configuration
+ * needs no dynamic module (no njs), so any nginx image that runs as an unprivileged user serves it.
  *
  * The configuration reaches the container without any object outside the Pod: the webhook puts
  * its text in a Pod annotation and a downwardAPI volume projects that annotation as a file. The
@@ -8,25 +9,17 @@
  * so it never needs a reload and nothing has to be created per namespace.
  */
 import type { V1Container, V1Volume } from '@kubernetes/client-node';
-import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../api/names.ts';
+import { NGINX_CONF_ANNOTATION } from '../api/names.ts';
 import { SIDECAR_DEFAULTS } from '../sidecar/server.ts';
 import { sidecarProbes } from './probes.ts';
-import {
-  NGINX_CONF_DIR,
-  NGINX_CONF_FILE,
-  NGINX_SCRIPT_FILE,
-  NGINX_TMP_DIR,
-  NGINX_UID,
-  nginxConfig,
-  nginxScript,
-} from '../sidecar/nginx.ts';
+import { NGINX_CONF_DIR, NGINX_CONF_FILE, NGINX_TMP_DIR, NGINX_UID, nginxConfig } from '../sidecar/nginx.ts';
 
 export const NGINX_CONF_VOLUME = 'agentcard-nginx-conf';
 export const NGINX_TMP_VOLUME = 'agentcard-nginx-tmp';
 /** max-age when the ConfigMap has no cache-max-age-seconds (the AgentCard's default). */
 export const NGINX_DEFAULT_MAX_AGE_SECONDS = 300;
 
-/** The files the injected nginx runs with, by annotation (each projected as a file). */
+/** The file the injected nginx runs with, by annotation (projected as a file). */
 export function injectedNginxFiles(opts: {
   cardDir: string;
   port: number;
@@ -34,7 +27,6 @@ export function injectedNginxFiles(opts: {
 }): Record<string, string> {
   const conf = nginxConfig({
     cardDir: opts.cardDir,
-    confDir: NGINX_CONF_DIR,
     listen: [String(opts.port)],
     tmpDir: NGINX_TMP_DIR,
     maxAgeSeconds: NGINX_DEFAULT_MAX_AGE_SECONDS,
@@ -44,7 +36,6 @@ export function injectedNginxFiles(opts: {
   });
   return {
     [NGINX_CONF_ANNOTATION]: conf,
-    [NGINX_SCRIPT_ANNOTATION]: nginxScript({ maxAgeSeconds: NGINX_DEFAULT_MAX_AGE_SECONDS }),
   };
 }
 
@@ -99,10 +90,6 @@ export function nginxVolumes(): V1Volume[] {
           {
             path: NGINX_CONF_FILE,
             fieldRef: { fieldPath: `metadata.annotations['${NGINX_CONF_ANNOTATION}']` },
-          },
-          {
-            path: NGINX_SCRIPT_FILE,
-            fieldRef: { fieldPath: `metadata.annotations['${NGINX_SCRIPT_ANNOTATION}']` },
           },
         ],
       },

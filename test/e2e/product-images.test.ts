@@ -17,8 +17,10 @@ import {
   operatorImageName,
   readImageArchive,
 } from '../node/product-images.ts';
-import { NJS_MODULE } from '../../operator/sidecar/nginx.ts';
 import { repoRoot } from '../support/paths.ts';
+
+/** Where nginx images (nginx.org's and Debian's libnginx-mod-http-js) put the njs module. */
+const NJS_MODULE = '/usr/lib/nginx/modules/ngx_http_js_module.so';
 
 const state = inject('nodeCluster');
 const images = inject('productImages');

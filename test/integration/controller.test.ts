@@ -71,6 +71,8 @@ describe('controller: reconcile on the real API server', () => {
       'agent-card.json',
       'agent.json',
       'cache-max-age-seconds',
+      'cache-max-age-seconds.place0-digit0',
+      'cache-max-age-seconds.place1-digit6',
       'jwks.json',
     ]);
     expect(cm.data!['cache-max-age-seconds']).toBe('60');

@@ -47,7 +47,7 @@ describe('npm run demo -- --once', () => {
     // The Deployment example's Pod went through the webhook (API server -> HTTPS -> operator).
     expect(result.stdout).toMatch(/Pod demo-agent-\S+ has the agentcard-sidecar/);
     // The chart's default mode end to end: nginx runs with the configuration the webhook wrote
-    // into that Pod (the machine has Debian's nginx with njs, as the conformance suite needs).
+    // into that Pod (the machine has Debian's nginx, as the conformance suite needs).
     expect(result.stdout).toContain("(nginx with the Pod's own configuration, the default mode)");
     expect(result.stdout).toMatch(/^NAME\s+READY\s+SIGNED\s+INTERFACES\s+VERSION\s+AGE/m);
     expect(result.stdout).toMatch(/Served card:\s+http:\/\/127\.0\.0\.1:\d+\/\.well-known\/agent-card\.json/);

@@ -8,17 +8,12 @@ import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-n
 import type { V1Pod } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  INJECT_ANNOTATION,
-  NGINX_CONF_ANNOTATION,
-  NGINX_SCRIPT_ANNOTATION,
-  SIDECAR_CONTAINER,
-} from '../../operator/api/names.ts';
+import { INJECT_ANNOTATION, NGINX_CONF_ANNOTATION, SIDECAR_CONTAINER } from '../../operator/api/names.ts';
 import { KubeClient } from '../../operator/kube/client.ts';
 import { createLogger } from '../../operator/log.ts';
 import { startWebhook } from '../../operator/webhook/server.ts';
 import type { Webhook } from '../../operator/webhook/server.ts';
-import { webhookNginxFiles } from '../support/card-servers.ts';
+import { webhookNginxConfig } from '../support/card-servers.ts';
 import { createTestNamespace, kubeConfig } from '../support/cluster.ts';
 import type { TestNamespace } from '../support/cluster.ts';
 import { freePort } from '../support/ports.ts';
@@ -109,13 +104,10 @@ describe('nginx sidecar injection (real kube-apiserver, Pod Security restricted)
     expect(sidecar.image).toBe(NGINX_IMAGE);
     expect(sidecar.command).toEqual(['nginx']);
     expect(sidecar.securityContext).toMatchObject({ runAsUser: 101, readOnlyRootFilesystem: true });
-    const files = webhookNginxFiles(false);
-    expect(pod.metadata!.annotations![NGINX_CONF_ANNOTATION]).toBe(files.conf);
-    expect(pod.metadata!.annotations![NGINX_SCRIPT_ANNOTATION]).toBe(files.script);
+    expect(pod.metadata!.annotations![NGINX_CONF_ANNOTATION]).toBe(webhookNginxConfig(false));
     const projected = pod.spec!.volumes!.find((v) => v.downwardAPI)!;
     expect(projected.downwardAPI!.items!.map((i) => i.fieldRef!.fieldPath)).toEqual([
       `metadata.annotations['${NGINX_CONF_ANNOTATION}']`,
-      `metadata.annotations['${NGINX_SCRIPT_ANNOTATION}']`,
     ]);
     expect(pod.spec!.volumes!.find((v) => v.emptyDir)?.name).toBe('agentcard-nginx-tmp');
   });

@@ -2,6 +2,8 @@
 import { mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { maxAgeDigitKeys } from '../../operator/sidecar/max-age-keys.ts';
+import { MAX_AGE_FILE, MAX_AGE_LIMIT } from '../../operator/sidecar/version.ts';
 
 export function cardJson(version = '1.0.0', name = 'weather-agent'): string {
   return JSON.stringify({
@@ -56,6 +58,16 @@ export async function tempDir(prefix = 'agentcard-sidecar-'): Promise<string> {
 }
 
 let counter = 0;
+
+/**
+ * A card ConfigMap's data as the controller publishes it (operator/controllers/agentcard/
+ * configmap.ts): with the max-age digit keys of its `cache-max-age-seconds`, when that is valid.
+ */
+export function publishedData(files: Record<string, string>): Record<string, string> {
+  const text = files[MAX_AGE_FILE];
+  if (text === undefined || !/^\d{1,6}$/.test(text) || Number(text) > MAX_AGE_LIMIT) return files;
+  return { ...files, ...maxAgeDigitKeys(Number(text)) };
+}
 
 /**
  * Lays out one version of a ConfigMap volume as the kubelet's atomic writer does: files in a

@@ -14,8 +14,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decide } from '../../operator/webhook/mutate.ts';
-import { NGINX_CONF_ANNOTATION, NGINX_SCRIPT_ANNOTATION } from '../../operator/api/names.ts';
-import { kubeletWrite } from './card-files.ts';
+import { NGINX_CONF_ANNOTATION } from '../../operator/api/names.ts';
+import { kubeletWrite, publishedData } from './card-files.ts';
 import { spawnSidecar } from './sidecar-process.ts';
 import { freePort } from './ports.ts';
 
@@ -60,8 +60,7 @@ export async function startMode(
   const port = await freePort();
   const tmp = await mkdtemp(join(tmpdir(), 'agentcard-nginx-'));
   await chmod(tmp, 0o755);
-  const files = webhookNginxFiles(opts.trustForwardedHost ?? false);
-  let conf = localNginxConfig(files.conf, { cardDir, port, tmp });
+  let conf = localNginxConfig(webhookNginxConfig(opts.trustForwardedHost ?? false), { cardDir, port, tmp });
   if (opts.keepAliveSeconds) {
     conf = replaceOnce(
       conf,
@@ -71,7 +70,6 @@ export async function startMode(
   }
   const file = join(tmp, 'nginx.conf');
   await writeFile(file, conf);
-  await writeFile(join(tmp, 'agentcard.js'), files.script);
   const child = await startProcess('nginx', ['-c', file, '-e', 'stderr', '-g', 'daemon off;'], port);
   return {
     port,
@@ -83,8 +81,8 @@ export async function startMode(
   };
 }
 
-/** The configuration and njs script the webhook injects (the annotations of its patch for a Pod). */
-export function webhookNginxFiles(trustForwardedHost: boolean): { conf: string; script: string } {
+/** The configuration the webhook injects (the annotation of its patch for a Pod). */
+export function webhookNginxConfig(trustForwardedHost: boolean): string {
   const decision = decide(
     {
       metadata: { name: 'agent', annotations: { 'agentcard.dev/inject': 'card' } },
@@ -101,15 +99,12 @@ export function webhookNginxFiles(trustForwardedHost: boolean): { conf: string; 
     },
   );
   if (!decision.inject) throw new Error(decision.reason);
-  const annotation = (name: string) =>
-    decision.patch.find((p) => p.path === `/metadata/annotations/${name.replace('/', '~1')}`)!
-      .value as string;
-  return { conf: annotation(NGINX_CONF_ANNOTATION), script: annotation(NGINX_SCRIPT_ANNOTATION) };
+  const path = `/metadata/annotations/${NGINX_CONF_ANNOTATION.replace('/', '~1')}`;
+  return decision.patch.find((p) => p.path === path)!.value as string;
 }
 
 /**
- * The Pod's card directory, configuration directory, port and emptyDir replaced by local ones
- * (both files go to the local emptyDir), and nothing else.
+ * The Pod's card directory, port and emptyDir replaced by local ones, and nothing else.
  */
 export function localNginxConfig(
   conf: string,
@@ -118,7 +113,6 @@ export function localNginxConfig(
   const tmpUses = conf.split(' /tmp/').length - 1;
   if (tmpUses !== 6) throw new Error(`expected 6 uses of /tmp in the nginx configuration, found ${tmpUses}`);
   let out = conf.replaceAll(' /tmp/', ` ${local.tmp}/`);
-  out = replaceOnce(out, ' /etc/agentcard-nginx/agentcard.js;', ` ${local.tmp}/agentcard.js;`);
   out = replaceOnce(out, '\n    root /etc/agentcard;\n', `\n    root ${local.cardDir};\n`);
   return replaceOnce(out, '\n    listen 8095;\n', `\n    listen 127.0.0.1:${local.port};\n`);
 }
@@ -156,11 +150,12 @@ export function sidecarTarget(mode: ServingMode): ServingTarget {
     headerTooLargeStatus: mode === 'node' ? 431 : 400,
     async start(files, opts) {
       const dir = await mkdtemp(join(tmpdir(), 'agentcard-sidecar-'));
-      if (files) await kubeletWrite(dir, files);
+      // The ConfigMap's data as the controller publishes it, for both modes.
+      if (files) await kubeletWrite(dir, publishedData(files));
       const server = await startMode(mode, dir, opts);
       return {
         ...server,
-        publish: (next) => kubeletWrite(dir, next),
+        publish: (next) => kubeletWrite(dir, publishedData(next)),
         async close() {
           await server.close();
           await rm(dir, { recursive: true, force: true });

@@ -206,6 +206,47 @@ export function describeServingConformance(targets: readonly ServingTarget[]): v
       }
     });
 
+    it('serves every max-age from 0 to the limit on every document, HEAD, 304 and host variant', async () => {
+      const cacheControl = async (path: string, init: Parameters<typeof fetchText>[2] = {}) => {
+        const res = await fetchText(s.port, path, init);
+        return `${res.status} ${res.headers.get('cache-control')}`;
+      };
+      const s = await target.start({ ...FILES, 'cache-max-age-seconds': '86400' });
+      try {
+        const etag = (await fetchText(s.port, CARD)).headers.get('etag')!;
+        expect([
+          await cacheControl(CARD),
+          await cacheControl(CARD, { method: 'HEAD' }),
+          await cacheControl(CARD, { headers: { 'if-none-match': etag } }),
+          await cacheControl('/.well-known/agent.json'),
+          await cacheControl('/.well-known/jwks.json'),
+          await cacheControl(CARD, { headers: { host: 'api.example.com' } }),
+          await cacheControl(CARD, { headers: { host: 'x.partners.example.com' } }),
+        ]).toEqual([
+          '200 public, max-age=86400',
+          '200 public, max-age=86400',
+          '304 public, max-age=86400',
+          '200 public, max-age=86400',
+          '200 public, max-age=86400',
+          '200 public, max-age=86400',
+          '200 public, max-age=86400',
+        ]);
+        // Fewer digits, then zero, then more again: no digit of an earlier number is left over.
+        for (const seconds of ['7', '0', '1000', '300']) {
+          await s.publish({ ...FILES, 'cache-max-age-seconds': seconds });
+          let got = '';
+          for (let i = 0; i < 50 && got !== `200 public, max-age=${seconds}`; i++) {
+            if (i > 0) await new Promise((r) => setTimeout(r, 100));
+            got = await cacheControl(CARD);
+          }
+          expect(got).toBe(`200 public, max-age=${seconds}`);
+          expect(await cacheControl('/.well-known/jwks.json')).toBe(`200 public, max-age=${seconds}`);
+        }
+      } finally {
+        await s.close();
+      }
+    });
+
     it('answers conditional requests with 304 and the validators', async () => {
       const first = await fetchText(server.port, CARD);
       const etag = first.headers.get('etag')!;

@@ -16,6 +16,7 @@ import {
   SERVING_LABEL,
 } from '../../api/names.ts';
 import type { ConfigMapObject } from '../../runtime/configmaps.ts';
+import { maxAgeDigitKeys } from '../../sidecar/max-age-keys.ts';
 
 export interface Owner {
   apiVersion: string;
@@ -81,6 +82,8 @@ export function desiredConfigMap(owner: Owner, files: PublishedFiles): ConfigMap
       [DATA_KEYS.legacyCard]: files.legacyCard,
       [DATA_KEYS.jwks]: files.jwks,
       [DATA_KEYS.maxAge]: String(files.cacheMaxAgeSeconds),
+      // The same number spelled for the nginx sidecar, which can test keys but not read them.
+      ...maxAgeDigitKeys(files.cacheMaxAgeSeconds),
       ...files.variantData,
       // One host per line, newline-terminated; present (maybe empty) for every central card.
       ...(files.centralHosts

@@ -274,8 +274,14 @@ describe('decide, nginx server', () => {
     expect(conf).toContain('root /etc/agentcard;');
     expect(conf).toContain('listen 8095;');
     expect(conf).toContain('pid /tmp/nginx.pid;');
-    expect(conf).toContain('js_import agentcard from /etc/agentcard-nginx/agentcard.js;');
-    expect(patched.metadata!.annotations!['agentcard.dev/nginx-js']).toContain("'/cache-max-age-seconds'");
+    // Stock modules only: no njs, no other load_module, so any nginx image runs it.
+    expect(conf).not.toMatch(/load_module|js_import|js_set/);
+    // Not trusted unless configured: the header is never read.
+    expect(conf).not.toContain('$http_x_forwarded_host');
+    expect(conf).toContain('if (-f $document_root/cache-max-age-seconds.place2-digit3)');
+    expect(
+      Object.keys(patched.metadata!.annotations!).filter((k) => k.startsWith('agentcard.dev/nginx')),
+    ).toEqual(['agentcard.dev/nginx-conf']);
     expect(patched.metadata!.annotations![INJECT_ANNOTATION]).toBe('weather');
     const volumes = patched.spec!.volumes!;
     expect(volumes.map((v) => v.name)).toEqual([
@@ -284,14 +290,12 @@ describe('decide, nginx server', () => {
       'agentcard-nginx-conf',
       'agentcard-nginx-tmp',
     ]);
-    expect(volumes[2]!.downwardAPI!.items![0]).toEqual({
-      path: 'nginx.conf',
-      fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-conf']" },
-    });
-    expect(volumes[2]!.downwardAPI!.items![1]).toEqual({
-      path: 'agentcard.js',
-      fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-js']" },
-    });
+    expect(volumes[2]!.downwardAPI!.items).toEqual([
+      {
+        path: 'nginx.conf',
+        fieldRef: { fieldPath: "metadata.annotations['agentcard.dev/nginx-conf']" },
+      },
+    ]);
     expect(sidecar!.volumeMounts!.map((m) => [m.mountPath, m.readOnly ?? false])).toEqual([
       ['/etc/agentcard', true],
       ['/etc/agentcard-nginx', true],
@@ -321,7 +325,7 @@ describe('decide, nginx server', () => {
     });
     if (!nginx.inject) throw new Error(nginx.reason);
     const conf = nginx.patch.find((op) => op.path.startsWith('/metadata/annotations/'))!.value as string;
-    expect(conf).toContain('map $http_x_forwarded_host $agentcard_raw_host');
+    expect(conf).toContain('if ($http_x_forwarded_host ~ ');
     const node = decide(pod({ [INJECT_ANNOTATION]: 'w' }), 'team-a', cfg({ trustForwardedHost: true }));
     if (!node.inject) throw new Error(node.reason);
     expect((node.patch[0]!.value as V1Container[])[0]!.args).toContain('--trust-forwarded-host');

@@ -69,6 +69,13 @@ function input(
 const cond = (plan: Awaited<ReturnType<typeof planReconcile>>, type: string) =>
   plan.status.conditions?.find((c) => c.type === type);
 
+/** The default max-age (300) spelled one digit per key for the nginx sidecar. */
+const MAX_AGE_300_KEYS = [
+  'cache-max-age-seconds.place2-digit3',
+  'cache-max-age-seconds.place1-digit0',
+  'cache-max-age-seconds.place0-digit0',
+];
+
 describe('publishing audiences', () => {
   it('publishes one signed card per audience under the host keys of the contract', async () => {
     const plan = await planReconcile(input(resource(spec()), await key()));
@@ -78,6 +85,7 @@ describe('publishing audiences', () => {
         'agent-card.json',
         'agent.json',
         'cache-max-age-seconds',
+        ...MAX_AGE_300_KEYS,
         'host.weather.example.com.agent-card.json',
         'host.weather.example.com.agent.json',
         'jwks.json',
@@ -149,7 +157,7 @@ describe('publishing audiences', () => {
       input(resource(spec([]), 2, first.status), secret, { liveConfigMap: first.configMap }),
     );
     expect(Object.keys(second.configMap!.data).sort()).toEqual(
-      ['agent-card.json', 'agent.json', 'cache-max-age-seconds', 'jwks.json'].sort(),
+      ['agent-card.json', 'agent.json', 'cache-max-age-seconds', ...MAX_AGE_300_KEYS, 'jwks.json'].sort(),
     );
     expect(second.configMap!.data['agent-card.json']).toBe(first.configMap!.data['agent-card.json']);
     expect(second.status).not.toHaveProperty('audiences');

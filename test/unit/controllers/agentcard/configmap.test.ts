@@ -43,6 +43,9 @@ describe('desired ConfigMap', () => {
       'agent.json': files.legacyCard,
       'jwks.json': '{"keys":[]}',
       'cache-max-age-seconds': '300',
+      'cache-max-age-seconds.place2-digit3': '3',
+      'cache-max-age-seconds.place1-digit0': '0',
+      'cache-max-age-seconds.place0-digit0': '0',
     });
   });
 

@@ -56,6 +56,9 @@ describe('trimConfigMap (the card ConfigMap cache)', () => {
       'wildcard.b.example.agent-card.json': '{"name":"P"}',
       'wildcard.b.example.agent.json': legacy,
       'cache-max-age-seconds': '300',
+      'cache-max-age-seconds.place2-digit3': '3',
+      'cache-max-age-seconds.place1-digit0': '0',
+      'cache-max-age-seconds.place0-digit0': '0',
     });
     expect(cm.dataDigests).toEqual({ 'jwks.json': valueDigest(files.jwks) });
   });
