@@ -18,7 +18,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -46,10 +46,7 @@ import {
 } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
-import { installCatalogCrds } from '../support/operator.ts';
-import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
-import { GROUP, IMPORT_PLURAL } from '../../operator/api/names.ts';
-import { IMPORT_CRD_FILE } from '../../operator/federation/crd.ts';
+import { installCatalogCrds, installImportCrd } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { startDemoAgent, type DemoAgent } from '../../operator/demo/echo-agent.ts';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
@@ -99,8 +96,7 @@ export async function setUp(opts: { namespaced?: boolean } = {}): Promise<{ rele
   // The CRDs are shared by every test file on the control plane: applied here, not owned by a
   // release (helm-crds.test.ts covers the chart's own CRD lifecycle).
   await installCatalogCrds(kc);
-  await applyYaml(readFileSync(join(repoRoot, IMPORT_CRD_FILE), 'utf8'), { kc });
-  await waitForCrdEstablished(`${IMPORT_PLURAL}.${GROUP}`, 30_000, kc);
+  await installImportCrd(kc);
   const values = ['--set', 'crds.enabled=false'];
   if (opts.namespaced) values.push('--set', `watchNamespaces={${appNs.name}}`);
   const installed = await helm(['install', release, chartDir, '--namespace', opNs.name, ...values]);
