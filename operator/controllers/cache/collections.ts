@@ -10,7 +10,7 @@
  * - every Secret's metadata (not in named mode), so that a referenced Secret that appears or
  *   changes re-queues its cards within seconds whoever created it and whatever its labels;
  * - Pods trimmed to what status.serving needs; Namespaces trimmed to their labels;
- * - the catalogs, the adoptable workloads and cert-manager's Certificates;
+ * - the catalogs, the catalog imports, the adoptable workloads and cert-manager's Certificates;
  * - the policies, and the ValidatingAdmissionPolicies and bindings generated from them (by label);
  * - Services trimmed to their ports and whether they select Pods, and the NetworkPolicies
  *   generated for agents (by label), for the network controller.
@@ -26,6 +26,8 @@ import {
   CLUSTER_POLICY_PLURAL,
   GROUP,
   NETWORK_POLICY_LABEL,
+  IMPORT_KIND,
+  IMPORT_PLURAL,
   OWNED_SELECTOR,
   PLURAL,
   POLICY_KIND,
@@ -152,6 +154,16 @@ export const CLUSTER_AGENT_CATALOGS = {
   namespaced: false,
   optional: true,
   kind: CLUSTER_CATALOG_KIND,
+} as const;
+
+/** The CatalogImports (operator/federation/); optional: the CRD may be installed later. */
+export const CATALOG_IMPORTS = {
+  name: 'catalogimports',
+  api: AGENTCARD_API,
+  plural: IMPORT_PLURAL,
+  namespaced: true,
+  optional: true,
+  kind: IMPORT_KIND,
 } as const;
 
 export const AGENT_POLICIES = {
