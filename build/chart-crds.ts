@@ -15,6 +15,7 @@
 import { CRD_FILE } from '../operator/card/crd.ts';
 import { CATALOG_CRD_FILE, CLUSTER_CATALOG_CRD_FILE } from '../operator/catalog/crd.ts';
 import { CLUSTER_POLICY_CRD_FILE, POLICY_CRD_FILE } from '../operator/policy/crd.ts';
+import { IMPORT_CRD_FILE } from '../operator/federation/crd.ts';
 
 /** The chart folder holding the CRD templates. */
 export const CHART_CRD_DIR = 'helm/agentcard-operator/templates/crds';
@@ -26,6 +27,7 @@ export const CHART_CRDS = [
   CLUSTER_CATALOG_CRD_FILE,
   POLICY_CRD_FILE,
   CLUSTER_POLICY_CRD_FILE,
+  IMPORT_CRD_FILE,
 ].map((file) => ({
   file,
   template: `${CHART_CRD_DIR}/${file.slice(file.lastIndexOf('/') + 1)}`,

@@ -183,3 +183,33 @@ export function policyLabelValue(kind: PolicyKind, name: string, namespace?: str
   const value = kind === POLICY_KIND ? `ns.${namespace}.${name}` : `cluster.${name}`;
   return value.length <= 63 ? value : `h.${createHash('sha256').update(value).digest('hex').slice(0, 40)}`;
 }
+
+// ---- federation (CatalogImport: operator/federation/) ------------------------------------------
+// A namespaced kind that imports another cluster's signed AI Catalog: what verifies against its
+// trust policy is stored in ConfigMaps it owns, which local catalogs list (docs/federation.md).
+
+export const IMPORT_KIND = 'CatalogImport';
+export const IMPORT_PLURAL = 'catalogimports';
+export const IMPORT_SINGULAR = 'catalogimport';
+
+/**
+ * Label of the ConfigMaps that hold an import's verified entries (operator/federation/store.ts):
+ * importLabelValue() of the CatalogImport that owns them.
+ */
+export const IMPORT_LABEL = 'agentcard.dev/catalog-import';
+
+/** Value of IMPORT_LABEL: the import's name, hashed when longer than a label value may be. */
+export function importLabelValue(name: string): string {
+  return name.length <= 63 ? name : `h.${createHash('sha256').update(name).digest('hex').slice(0, 40)}`;
+}
+
+/**
+ * The ConfigMap holding shard `shard` of an import's entries: `<name>-imported-<shard>`, the name
+ * hashed when longer than a ConfigMap name may be.
+ */
+export function importConfigMapName(importName: string, shard: number): string {
+  const suffix = `-imported-${shard}`;
+  if (importName.length + suffix.length <= 253) return `${importName}${suffix}`;
+  const hash = createHash('sha256').update(importName).digest('hex').slice(0, 16);
+  return `${importName.slice(0, 253 - suffix.length - 17)}-${hash}${suffix}`;
+}

@@ -205,3 +205,62 @@ export const CATALOG_REASONS_BY_TYPE = {
   Published: CATALOG_PUBLISHED_REASONS,
   Ready: READY_REASONS,
 } as const;
+
+// ---- CatalogImport (operator/federation/) ------------------------------------------------------
+
+/** Accepted: the spec is valid and its trust policy's documents can be read and parsed. */
+export const IMPORT_ACCEPTED_REASONS = ['Valid', 'InvalidSpec', 'TrustPolicyUnavailable'] as const;
+/**
+ * Fetched: the remote catalog (and the nested catalogs below it) was read and its signature
+ * verified as spec.catalogSignature asks; or not yet; or why not (operator/federation/fetch.ts).
+ */
+export const IMPORT_FETCHED_REASONS = [
+  'Fetched',
+  'Pending',
+  'Blocked',
+  'Timeout',
+  'Redirected',
+  'TooLarge',
+  'NotFound',
+  'HTTPError',
+  'DNSFailed',
+  'Unreachable',
+  'TLSError',
+  'NotJSON',
+  'CatalogInvalid',
+  'CatalogUnsigned',
+  'CatalogSignatureInvalid',
+] as const;
+/**
+ * Why an entry of a remote catalog is not imported (status.refused, the Events, the `reason` of
+ * agentcard_import_refused): its card does not verify against spec.trust, or cannot be read, or
+ * was kept past spec.maxStaleness while the origin was down.
+ */
+export const IMPORT_REFUSAL_REASONS = [
+  'SignatureInvalid',
+  'Unsigned',
+  'SignerNotTrusted',
+  'IdentityNotAllowed',
+  'ManifestInvalid',
+  'Invalid',
+  'Unreachable',
+  'TooLarge',
+  'DepthExceeded',
+  'Stale',
+] as const;
+export type ImportAcceptedReason = (typeof IMPORT_ACCEPTED_REASONS)[number];
+export type ImportFetchedReason = (typeof IMPORT_FETCHED_REASONS)[number];
+export type ImportRefusalReason = (typeof IMPORT_REFUSAL_REASONS)[number];
+
+/** The reasons of each CatalogImport condition type. */
+export interface ImportReasons {
+  Accepted: ImportAcceptedReason;
+  Fetched: ImportFetchedReason;
+  Ready: (typeof READY_REASONS)[number] | ImportAcceptedReason | ImportFetchedReason;
+}
+
+export const IMPORT_REASONS_BY_TYPE = {
+  Accepted: IMPORT_ACCEPTED_REASONS,
+  Fetched: IMPORT_FETCHED_REASONS,
+  Ready: READY_REASONS,
+} as const;

@@ -33,7 +33,7 @@ export function parseDuration(text: string): number {
   return Math.round(ms);
 }
 
-const duration = (what: string, opts: { min?: string; default: string }) => {
+export const duration = (what: string, opts: { min?: string; default: string }) => {
   let schema = z
     .string()
     .max(32)

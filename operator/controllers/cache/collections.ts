@@ -10,7 +10,7 @@
  * - every Secret's metadata (not in named mode), so that a referenced Secret that appears or
  *   changes re-queues its cards within seconds whoever created it and whatever its labels;
  * - Pods trimmed to what status.serving needs; Namespaces trimmed to their labels;
- * - the catalogs, the adoptable workloads and cert-manager's Certificates;
+ * - the catalogs, the catalog imports, the adoptable workloads and cert-manager's Certificates;
  * - the policies, and the ValidatingAdmissionPolicies and bindings generated from them (by label).
  */
 import type { KubernetesObject, V1Namespace, V1Pod, V1Secret } from '@kubernetes/client-node';
@@ -23,6 +23,8 @@ import {
   CLUSTER_POLICY_KIND,
   CLUSTER_POLICY_PLURAL,
   GROUP,
+  IMPORT_KIND,
+  IMPORT_PLURAL,
   OWNED_SELECTOR,
   PLURAL,
   POLICY_KIND,
@@ -149,6 +151,16 @@ export const CLUSTER_AGENT_CATALOGS = {
   namespaced: false,
   optional: true,
   kind: CLUSTER_CATALOG_KIND,
+} as const;
+
+/** The CatalogImports (operator/federation/); optional: the CRD may be installed later. */
+export const CATALOG_IMPORTS = {
+  name: 'catalogimports',
+  api: AGENTCARD_API,
+  plural: IMPORT_PLURAL,
+  namespaced: true,
+  optional: true,
+  kind: IMPORT_KIND,
 } as const;
 
 export const AGENT_POLICIES = {

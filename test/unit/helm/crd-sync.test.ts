@@ -15,6 +15,7 @@ const FILES = [
   'agentcard.dev_agentcards.yaml',
   'agentcard.dev_agentcatalogs.yaml',
   'agentcard.dev_agentpolicies.yaml',
+  'agentcard.dev_catalogimports.yaml',
   'agentcard.dev_clusteragentcatalogs.yaml',
   'agentcard.dev_clusteragentpolicies.yaml',
 ];
@@ -50,6 +51,7 @@ describe("the chart's CRDs", () => {
       'agentcards.agentcard.dev',
       'agentcatalogs.agentcard.dev',
       'agentpolicies.agentcard.dev',
+      'catalogimports.agentcard.dev',
       'clusteragentcatalogs.agentcard.dev',
       'clusteragentpolicies.agentcard.dev',
     ]);
