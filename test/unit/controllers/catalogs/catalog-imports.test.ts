@@ -20,6 +20,13 @@ import {
   type CatalogPlanInput,
 } from '../../../../operator/controllers/catalogs/plan.ts';
 import type { ConfigMapObject } from '../../../../operator/runtime/configmaps.ts';
+import { entryView } from '../../../../operator/controllers/catalogs/imports.ts';
+import {
+  IMPORTED_EXTENSION as STORE_EXTENSION,
+  importConfigMaps,
+  isReimport,
+  readImportedEntries,
+} from '../../../../operator/federation/store.ts';
 import { minimalCard } from '../../../support/cards.ts';
 
 const REMOTE = 'https://spoke-a.example.com/.well-known/ai-catalog.json';
@@ -272,5 +279,35 @@ describe('a catalog with spec.imports', () => {
       status: 'False',
       reason: 'InvalidSpec',
     });
+  });
+});
+
+describe('the store contract, read by the catalogs', () => {
+  it('lists what an import stored, marked with the member the importer checks for re-imports', async () => {
+    const stored = {
+      entry: imported('weather').entry,
+      card: cardText('Agent weather'),
+      digest: 'sha256:aa',
+      cardUrl: 'https://weather.spoke-a.example.com/.well-known/agent-card.json',
+      signer: SIGNER,
+      catalogUrl: REMOTE,
+      origin: 'spoke-a',
+    };
+    const [cm] = importConfigMaps({ namespace: 'hub', name: 'spoke-a', uid: 'i1' }, [stored]);
+    const [view] = readImportedEntries([cm!]).map(entryView);
+    expect(view).toMatchObject({ source: 'hub/spoke-a', origin: 'spoke-a', catalogUrl: REMOTE });
+    const listed = importedEntry(view!);
+    if (!listed.ok) throw new Error(listed.skip);
+    expect(IMPORTED_EXTENSION).toBe(STORE_EXTENSION);
+    expect(listed.built.entry.extensions?.[IMPORTED_EXTENSION]).toEqual({
+      origin: 'spoke-a',
+      catalog: REMOTE,
+      signer: SIGNER,
+      digest: 'sha256:aa',
+      cardUrl: 'https://weather.spoke-a.example.com/.well-known/agent-card.json',
+    });
+    // What a hub lists is not imported again by a cluster that imports the hub.
+    expect(isReimport(listed.built.entry)).toBe(true);
+    expect(isReimport(stored.entry)).toBe(false);
   });
 });
