@@ -26,9 +26,18 @@ export async function startNginxProxy(opts: {
   upstream: number;
   filters?: Array<[string, string]>;
   extra?: string;
+  /** Serve HTTPS with this certificate and key (PEM). */
+  tls?: { cert: string; key: string };
 }): Promise<Proxy> {
   const tmp = await mkdtemp(join(tmpdir(), 'agentcard-served-proxy-'));
   await chmod(tmp, 0o755);
+  if (opts.tls) {
+    await writeFile(join(tmp, 'tls.crt'), opts.tls.cert);
+    await writeFile(join(tmp, 'tls.key'), opts.tls.key, { mode: 0o600 });
+  }
+  const tls = opts.tls
+    ? ` ssl;\n    ssl_certificate ${tmp}/tls.crt;\n    ssl_certificate_key ${tmp}/tls.key`
+    : '';
   const filters = (opts.filters ?? []).map(([from, to]) => `      sub_filter '${from}' '${to}';`).join('\n');
   const conf = `worker_processes 1;
 pid ${tmp}/nginx.pid;
@@ -38,7 +47,7 @@ http {
   client_body_temp_path ${tmp}/b; proxy_temp_path ${tmp}/p; fastcgi_temp_path ${tmp}/f;
   uwsgi_temp_path ${tmp}/u; scgi_temp_path ${tmp}/s;
   server {
-    listen ${opts.address}:${opts.port};
+    listen ${opts.address}:${opts.port}${tls};
     location / {
       proxy_pass http://127.0.0.1:${opts.upstream};
       proxy_http_version 1.1;
@@ -46,7 +55,7 @@ http {
       proxy_set_header Accept-Encoding "";
 ${filters}
       sub_filter_once off;
-      sub_filter_types application/json;
+      sub_filter_types application/json application/ai-catalog+json;
     }
   }
 ${opts.extra ?? ''}
