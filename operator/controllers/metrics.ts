@@ -24,6 +24,7 @@ export const CONTROLLER_NAMES = {
   adoption: 'adoption',
   issuer: 'issuer',
   policy: 'agentpolicy',
+  imports: 'catalogimport',
 } as const;
 
 const CONDITION_VALUES = ['True', 'False', 'Unknown'] as const;

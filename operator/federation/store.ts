@@ -195,8 +195,9 @@ export function parseStoredEntry(text: string): ImportedEntry | undefined {
 
 /**
  * Every entry stored in these ConfigMaps (pure): those labelled and controlled by a
- * CatalogImport, not being deleted; values that do not parse are skipped. Sorted by import, then
- * identifier and version, so the same ConfigMaps always give the same list.
+ * CatalogImport, not being deleted; values that do not parse are skipped; an entry is listed once
+ * per import. Sorted by import, then identifier and version, so the same ConfigMaps always give
+ * the same list.
  */
 export function readImportedEntries(configMaps: Iterable<StoredConfigMap>): StoredImportedEntry[] {
   const out: Array<StoredImportedEntry & { sort: string }> = [];
@@ -219,7 +220,10 @@ export function readImportedEntries(configMaps: Iterable<StoredConfigMap>): Stor
     }
   }
   out.sort((a, b) => (a.sort < b.sort ? -1 : a.sort > b.sort ? 1 : 0));
-  return out.map(({ sort: _sort, ...entry }) => entry);
+  // While the shards are being resized an entry can be in two of them for a moment: listed once.
+  return out
+    .filter((e, i) => i === 0 || out[i - 1]!.sort !== e.sort)
+    .map(({ sort: _sort, ...entry }) => entry);
 }
 
 /**

@@ -31,6 +31,8 @@ import { IssuerController } from '../controllers/issuer/controller.ts';
 import type { IdentityPolicy } from '../controllers/issuer/plan.ts';
 import { PolicyController } from '../controllers/policy/controller.ts';
 import { PolicyMetrics } from '../controllers/policy/metrics.ts';
+import { ImportController } from '../controllers/imports/controller.ts';
+import { ImportMetrics } from '../controllers/imports/metrics.ts';
 import { startHealthServer } from './health-server.ts';
 import { DEFAULT_TIMING, LeaderElector } from '../kube/leader.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -73,6 +75,8 @@ export interface OperatorConfig {
   clusterCatalogs?: boolean;
   /** Where ClusterAgentCatalogs publish and read their signing keys; default: the operator's namespace. */
   catalogNamespace?: string;
+  /** Reconcile CatalogImports (controllers/imports/); undefined: with the catalogs. */
+  catalogImports?: boolean;
   /** Label adoption of Deployments and StatefulSets (controllers/adoption/plan.ts); undefined: off. */
   adoption?: AdoptionPolicy;
   /** Signing certificates requested from cert-manager (issuer/): the identity policy; undefined: off. */
@@ -291,7 +295,29 @@ export async function runOperator(
         onWrite: countWrites('policy'),
       })
     : undefined;
-  const controllers = [controller, catalogs, adoption, issuer, policies].filter((c) => c !== undefined);
+  // Remote catalogs are fetched under the probes' address policy and CA bundle (--probe-*).
+  const imports =
+    (flags.catalogImports ?? flags.catalogs)
+      ? new ImportController({
+          client,
+          log,
+          cache,
+          runtime,
+          events,
+          metrics: new ImportMetrics(registry),
+          policy: createAddressPolicy({
+            allowCidrs: flags.probeAllowCidrs,
+            denyCidrs: flags.probeDenyCidrs,
+            allowSetting: 'Helm value probes.allowCidrs, flag --probe-allow-cidr',
+          }),
+          ...(flags.probeCaFile ? { ca: probeCa ?? (await readCaBundle(flags.probeCaFile)) } : {}),
+          resyncMs: flags.resyncMs,
+          onWrite: countWrites('import'),
+        })
+      : undefined;
+  const controllers = [controller, catalogs, adoption, issuer, policies, imports].filter(
+    (c) => c !== undefined,
+  );
 
   const leaseNamespace = flags.leaderElectionNamespace ?? contextNamespace(kc) ?? 'default';
   const elector = flags.leaderElect

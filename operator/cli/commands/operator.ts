@@ -73,6 +73,8 @@ Catalogs:
                                     namespace is watched; needs to list and watch Namespaces)
   --catalog-namespace NS            where ClusterAgentCatalogs publish and read their signing keys
                                     (default: --operator-namespace)
+  --no-catalog-imports              do not reconcile CatalogImports (default: on with the catalogs;
+                                    remote catalogs are fetched under the --probe-* address policy)
 Adoption (label agentcard.dev/adopt=true on a Deployment or StatefulSet; off unless allowed):
   --adopt-namespace NS              allow adoption in NS (repeatable)
   --adopt-namespace-label KEY[=VAL] allow adoption in namespaces with this label (needs to list and
@@ -193,6 +195,7 @@ export function parseOperatorFlags(
         catalogs: { type: 'boolean', default: true },
         'cluster-catalogs': { type: 'boolean' },
         'catalog-namespace': { type: 'string' },
+        'catalog-imports': { type: 'boolean' },
         'adopt-namespace': { type: 'string', multiple: true },
         'adopt-namespace-label': { type: 'string' },
         'cert-manager': { type: 'boolean' },
@@ -301,6 +304,7 @@ export function parseOperatorFlags(
     catalogs: values.catalogs ?? true,
     clusterCatalogs: values['cluster-catalogs'],
     catalogNamespace: values['catalog-namespace'],
+    catalogImports: values['catalog-imports'] ?? values.catalogs ?? true,
     adoption: adoptionPolicy(values['adopt-namespace'], values['adopt-namespace-label']),
     ...(values['cert-manager'] ? { issuer: identity } : {}),
     policies: values.policies ?? false,

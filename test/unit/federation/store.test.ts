@@ -102,3 +102,11 @@ describe('the import store', () => {
     expect(isReimport({})).toBe(false);
   });
 });
+
+describe('readImportedEntries while shards are resized', () => {
+  it('lists an entry found in two shards of one import once', () => {
+    const [cm] = importConfigMaps(owner, [entry(1, 10)]);
+    const copy = { ...cm!, metadata: { ...cm!.metadata, name: 'cluster-a-imported-1' } };
+    expect(readImportedEntries([cm!, copy])).toHaveLength(1);
+  });
+});

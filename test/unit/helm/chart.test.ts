@@ -298,6 +298,7 @@ describe('default values', async () => {
         'clusteragentcatalogs.agentcard.dev',
         'agentpolicies.agentcard.dev',
         'clusteragentpolicies.agentcard.dev',
+        'catalogimports.agentcard.dev',
       ].sort(),
     );
   });
@@ -345,6 +346,7 @@ describe('RBAC', async () => {
       [
         'agentcards/status:patch',
         'agentcatalogs/status:patch',
+        'catalogimports/status:patch',
         'clusteragentcatalogs/status:patch',
         'configmaps:create',
         'configmaps:patch',
