@@ -71,7 +71,8 @@ export async function startCatalogHost(opts: {
       port,
       upstream: sidecar.port,
       tls: opts.tls,
-      ...(filters ? { filters } : {}),
+      // A rewriting hop answers in full: a 304 would carry no bytes to rewrite.
+      ...(filters ? { filters, noRevalidation: true } : {}),
     });
   };
   await up();

@@ -28,6 +28,8 @@ export async function startNginxProxy(opts: {
   extra?: string;
   /** Serve HTTPS with this certificate and key (PEM). */
   tls?: { cert: string; key: string };
+  /** Drop the client's If-None-Match: every answer is a 200 with a body (that the filters rewrite). */
+  noRevalidation?: boolean;
 }): Promise<Proxy> {
   const tmp = await mkdtemp(join(tmpdir(), 'agentcard-served-proxy-'));
   await chmod(tmp, 0o755);
@@ -53,7 +55,7 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Host $host;
       proxy_set_header Accept-Encoding "";
-${filters}
+${opts.noRevalidation ? '      proxy_set_header If-None-Match "";\n' : ''}${filters}
       sub_filter_once off;
       sub_filter_types application/json application/ai-catalog+json;
     }
