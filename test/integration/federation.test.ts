@@ -172,7 +172,7 @@ async function fetchedSince(since: number, ok: (s: ImportStatus) => boolean): Pr
 
 const condition = (s: ImportStatus, type: string) => s.conditions?.find((c) => c.type === type);
 
-/** Resource versions of a namespace's catalog and import ConfigMaps (what a write would move). */
+/** Resource versions of a namespace's catalog and import ConfigMaps and its imports (what a write moves). */
 async function versions(kc: KubeConfig, ns: string): Promise<Record<string, string>> {
   const list = await core(kc).listNamespacedConfigMap({ namespace: ns });
   const out: Record<string, string> = {};
@@ -181,6 +181,12 @@ async function versions(kc: KubeConfig, ns: string): Promise<Record<string, stri
     if (labels['agentcard.dev/catalog'] || labels['agentcard.dev/catalog-import'])
       out[cm.metadata!.name!] = cm.metadata!.resourceVersion!;
   }
+  const imports = (await custom(kc).listNamespacedCustomObject({
+    ...G,
+    namespace: ns,
+    plural: 'catalogimports',
+  })) as { items: Array<{ metadata: { name: string; resourceVersion: string } }> };
+  for (const imp of imports.items) out[`import/${imp.metadata.name}`] = imp.metadata.resourceVersion;
   return out;
 }
 
@@ -467,5 +473,5 @@ describe('two clusters: B imports the signed catalog of A', () => {
     expect(ids(await catalogDoc(kcA, nsA.name, 'a'))).toEqual(listedA);
     expect(ids(await catalogDoc(kcB, nsB.name, 'b'))).toEqual(listedB);
     expect({ a: await versions(kcA, nsA.name), b: await versions(kcB, nsB.name) }).toEqual(before);
-  });
+  }, 240_000);
 });
