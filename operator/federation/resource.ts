@@ -95,7 +95,7 @@ export const CatalogImportStatusSchema = z
       )
       .optional(),
     refused: z
-      .record(z.enum(IMPORT_REFUSAL_REASONS), z.int().min(0))
+      .partialRecord(z.enum(IMPORT_REFUSAL_REASONS), z.int().min(0))
       .describe(`Entries not imported, by reason: ${IMPORT_REFUSAL_REASONS.join(', ')}.`)
       .optional(),
     refusedEntries: z

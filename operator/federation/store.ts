@@ -86,7 +86,9 @@ export function entryDataKey(entry: { identifier: string; version?: string }): s
 
 /** The stored text of an entry: sorted keys, so the same entry always gives the same bytes. */
 export function serializeEntry(entry: ImportedEntry): string {
-  return sortedJson(entry);
+  // Only the members of ImportedEntry: an entry read back (with its `import`) stores the same.
+  const { entry: e, card, digest, cardUrl, signer, catalogUrl, origin, manifestIdentity } = entry;
+  return sortedJson({ entry: e, card, digest, cardUrl, signer, catalogUrl, origin, manifestIdentity });
 }
 
 /** A shard is filled up to this much; the API server refuses a ConfigMap over 1 MiB. */

@@ -318,7 +318,7 @@ export class ImportController {
             ? { origin: outcome.origin, digest: outcome.digest, catalogs: outcome.catalogs }
             : {
                 failure: { reason: outcome.reason, message: outcome.message },
-                ...(obj.status?.origin ? { origin: obj.status.origin } : {}),
+                ...((spec.origin ?? obj.status?.origin) ? { origin: spec.origin ?? obj.status?.origin } : {}),
               }),
           imported: merged.entries.length,
           stale: merged.stale,

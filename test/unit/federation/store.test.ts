@@ -110,3 +110,10 @@ describe('readImportedEntries while shards are resized', () => {
     expect(readImportedEntries([cm!, copy])).toHaveLength(1);
   });
 });
+
+describe('entries read back', () => {
+  it('are stored again as the same bytes', () => {
+    const cms = importConfigMaps(owner, [entry(1), entry(2)]);
+    expect(JSON.stringify(importConfigMaps(owner, readImportedEntries(cms)))).toBe(JSON.stringify(cms));
+  });
+});
