@@ -48,7 +48,7 @@ export async function startCatalogHost(opts: {
   let written = '';
   let live = '';
   let stopped = false;
-  const sync = async () => {
+  const syncOnce = async () => {
     const data = await opts.read().catch(() => undefined);
     if (!data) return;
     live = data['ai-catalog.json'] ?? '';
@@ -58,6 +58,9 @@ export async function startCatalogHost(opts: {
     await sidecar.reload();
     written = text;
   };
+  // One at a time: an older read must never be laid out after a newer one.
+  let running: Promise<void> = Promise.resolve();
+  const sync = () => (running = running.then(syncOnce, syncOnce));
   const loop = (async () => {
     while (!stopped) {
       await sync().catch(() => undefined);
