@@ -4,7 +4,7 @@
 // last good version stays; an origin that goes down keeps the last good entries (the same bytes:
 // no ConfigMap write) and recovers; an agent removed at the origin disappears. Each step changes
 // spec.maxDepth, a new generation, so the fetch runs at once instead of after spec.interval.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,12 +12,9 @@ import { join } from 'node:path';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GROUP, IMPORT_LABEL, IMPORT_PLURAL, VERSION } from '../../operator/api/names.ts';
-import { IMPORT_CRD_FILE } from '../../operator/federation/crd.ts';
 import { readImportedEntries } from '../../operator/federation/store.ts';
-import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
 import { minimalCard } from '../support/cards.ts';
-import { repoRoot } from '../support/paths.ts';
-import { useOperatorInNamespace, waitFor } from '../support/operator.ts';
+import { installImportCrd, useOperatorInNamespace, waitFor } from '../support/operator.ts';
 import { createTestCa } from '../support/tls-certs.ts';
 import { createLeaf, createRoot, signWithChain, type TestCert } from '../support/x5c-signer.ts';
 
@@ -98,8 +95,7 @@ const { api, ns, kc } = useOperatorInNamespace('catalog-import', {
   catalogs: true,
   probes: true,
   before: async () => {
-    await applyYaml(readFileSync(join(repoRoot, IMPORT_CRD_FILE), 'utf8'), { kc });
-    await waitForCrdEstablished(`${IMPORT_PLURAL}.${GROUP}`, 30_000, kc);
+    await installImportCrd(kc);
     const tlsCa = await createTestCa('origin TLS CA');
     caFile = join(mkdtempSync(join(tmpdir(), 'import-ca-')), 'ca.pem');
     writeFileSync(caFile, tlsCa.cert);

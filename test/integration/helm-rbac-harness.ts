@@ -7,7 +7,7 @@
  * leader election, informers ready, an AgentCard signed with a key Secret, published, its
  * interfaces probed (a real @a2a-js/sdk agent on loopback), events, the serving summary of a
  * Pod that asks for the card, catalogs (an AgentCatalog, and in cluster-wide mode a
- * ClusterAgentCatalog published in the operator's namespace), and the admission webhook: its
+ * ClusterAgentCatalog published in the operator's namespace), a CatalogImport, and the admission webhook: its
  * certificate Secret, the caBundle, an AdmissionReview answered over HTTPS, and a certificate
  * replaced (see `cycle`).
  *
@@ -46,7 +46,7 @@ import {
 } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
-import { installCatalogCrds } from '../support/operator.ts';
+import { installCatalogCrds, installImportCrd } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { startDemoAgent, type DemoAgent } from '../../operator/demo/echo-agent.ts';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
@@ -96,6 +96,7 @@ export async function setUp(opts: { namespaced?: boolean } = {}): Promise<{ rele
   // The CRDs are shared by every test file on the control plane: applied here, not owned by a
   // release (helm-crds.test.ts covers the chart's own CRD lifecycle).
   await installCatalogCrds(kc);
+  await installImportCrd(kc);
   const values = ['--set', 'crds.enabled=false'];
   if (opts.namespaced) values.push('--set', `watchNamespaces={${appNs.name}}`);
   const installed = await helm(['install', release, chartDir, '--namespace', opNs.name, ...values]);
@@ -402,6 +403,41 @@ export async function cycle(): Promise<CycleResult> {
         return catalogReady(obj) && Boolean(cm.data?.['ai-catalog.json']?.includes(`:${card}"`));
       });
     }
+    // A CatalogImport: watched, its status written, its store ConfigMap published (its trust
+    // ConfigMap is missing, so nothing is fetched: the status says why).
+    await custom.createNamespacedCustomObject({
+      group: 'agentcard.dev',
+      version: 'v1alpha1',
+      plural: 'catalogimports',
+      namespace: appNs.name,
+      body: {
+        apiVersion: 'agentcard.dev/v1alpha1',
+        kind: 'CatalogImport',
+        metadata: { name: `import-${n}` },
+        spec: {
+          url: 'https://remote.example/.well-known/ai-catalog.json',
+          trust: {
+            trustBundle: { configMap: { name: `import-${n}-ca`, key: 'ca.crt' } },
+            identities: ['spiffe://remote.example/*'],
+          },
+        },
+      },
+    });
+    await op.until('the CatalogImport status and store', async () => {
+      const obj = (await custom.getNamespacedCustomObject({
+        group: 'agentcard.dev',
+        version: 'v1alpha1',
+        plural: 'catalogimports',
+        namespace: appNs.name,
+        name: `import-${n}`,
+      })) as { status?: { conditions?: { type: string; reason: string }[] } };
+      const accepted = obj.status?.conditions?.find((c) => c.type === 'Accepted');
+      const store = await core.readNamespacedConfigMap({
+        name: `import-${n}-imported-0`,
+        namespace: appNs.name,
+      });
+      return accepted?.reason === 'TrustPolicyUnavailable' && store !== undefined;
+    });
     await op.until('an event about the AgentCard', async () => {
       const list = await eventsApi.listNamespacedEvent({ namespace: appNs.name });
       return list.items.some((e) => e.regarding?.name === card && e.regarding.kind === 'AgentCard');

@@ -11,11 +11,13 @@ import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { CRD_FILE } from '../../operator/card/crd.ts';
 import { CATALOG_CRDS } from '../../operator/catalog/crd.ts';
 import { POLICY_CRDS } from '../../operator/policy/crd.ts';
+import { IMPORT_CRD_FILE } from '../../operator/federation/crd.ts';
 import {
   CATALOG_PLURAL,
   CLUSTER_CATALOG_PLURAL,
   CLUSTER_POLICY_PLURAL,
   GROUP,
+  IMPORT_PLURAL,
   PLURAL,
   POLICY_PLURAL,
   VERSION,
@@ -79,6 +81,12 @@ export async function installPolicyCrds(kc: KubeConfig): Promise<void> {
   for (const { file } of POLICY_CRDS) await applyYaml(readFileSync(join(repoRoot, file), 'utf8'), { kc });
   await waitForCrdEstablished(`${POLICY_PLURAL}.${GROUP}`, 30_000, kc);
   await waitForCrdEstablished(`${CLUSTER_POLICY_PLURAL}.${GROUP}`, 30_000, kc);
+}
+
+/** Installs the CatalogImport CRD (operator/federation/) and waits until it is served. */
+export async function installImportCrd(kc: KubeConfig): Promise<void> {
+  await applyYaml(readFileSync(join(repoRoot, IMPORT_CRD_FILE), 'utf8'), { kc });
+  await waitForCrdEstablished(`${IMPORT_PLURAL}.${GROUP}`, 30_000, kc);
 }
 
 export { sampleCard } from './cards.ts';

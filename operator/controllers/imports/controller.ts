@@ -228,7 +228,12 @@ export class ImportController {
     state.generation = generation;
     state.dirty = false;
     state.fetchedAt = now;
-    await this.run(obj, spec, state, signal);
+    try {
+      await this.run(obj, spec, state, signal);
+    } catch (err) {
+      state.dirty = true; // the retry (with backoff) runs the whole fetch again
+      throw err;
+    }
     return { requeueAfterMs: intervalMs };
   }
 

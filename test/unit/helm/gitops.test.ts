@@ -62,7 +62,7 @@ describe('the Argo CD Application example', () => {
   it('passes values the chart accepts, keeping the CRDs', async () => {
     const objects = await rendered(app.spec.source.helm.valuesObject);
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
-    expect(crds).toHaveLength(5);
+    expect(crds).toHaveLength(6);
     for (const crd of crds) {
       expect(crd.metadata.annotations?.['argocd.argoproj.io/sync-options']).toBe('Prune=false,Delete=false');
     }
@@ -122,7 +122,7 @@ describe('the Flux example', () => {
     const objects = await rendered(release.spec.values);
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
     expect(crds.map((c) => c.metadata.annotations?.['helm.sh/resource-policy'])).toEqual(
-      Array(5).fill('keep'),
+      Array(6).fill('keep'),
     );
     // The drift rule's path is the chart's one webhook.
     const mwc = objects.find((o) => o.kind === 'MutatingWebhookConfiguration') as K8sObject & {
