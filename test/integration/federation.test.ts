@@ -6,7 +6,7 @@
 // origin. Then, in order: an agent signed for a foreign identity is refused; a tampered byte on
 // the way is refused and the last good stays; an agent removed at A leaves B; A down, then back;
 // and A and B importing each other list each agent once and write nothing over two intervals.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,10 +19,8 @@ import type { AiCatalog } from '../../operator/catalog/document.ts';
 import { IMPORTED_EXTENSION } from '../../operator/catalog/imported.ts';
 import { verifyCatalog } from '../../operator/catalog/signature.ts';
 import { discover } from '../../operator/discover/discover.ts';
-import { IMPORT_CRD_FILE } from '../../operator/federation/crd.ts';
 import { createAddressPolicy } from '../../operator/probe/policy.ts';
 import { ControlPlaneInstance } from '../controlplane/instance.ts';
-import { applyYaml, waitForCrdEstablished } from '../support/apply.ts';
 import { startCatalogHost, type CatalogHost } from '../support/catalog-host.ts';
 import {
   caIssuer,
@@ -35,6 +33,7 @@ import { createTestNamespace, kubeConfig, testNamespace, type TestNamespace } fr
 import {
   Api,
   installCatalogCrds,
+  installImportCrd,
   privateJwk,
   sampleCard,
   sleep,
@@ -42,7 +41,6 @@ import {
   waitFor,
   type InProcessOperator,
 } from '../support/operator.ts';
-import { repoRoot } from '../support/paths.ts';
 import { createTestCa } from '../support/tls-certs.ts';
 
 const G = { group: 'agentcard.dev', version: 'v1alpha1' };
@@ -72,10 +70,10 @@ const idB = (name: string) => `urn:air:b.example.org:${nsB.name}:${name}`;
 const custom = (kc: KubeConfig) => kc.makeApiClient(CustomObjectsApi);
 const core = (kc: KubeConfig) => kc.makeApiClient(CoreV1Api);
 
-async function installImportCrd(kc: KubeConfig) {
+/** The card, catalog and CatalogImport CRDs of one cluster. */
+async function installCrds(kc: KubeConfig) {
   await installCatalogCrds(kc);
-  await applyYaml(readFileSync(join(repoRoot, IMPORT_CRD_FILE), 'utf8'), { kc });
-  await waitForCrdEstablished('catalogimports.agentcard.dev', 30_000, kc);
+  await installImportCrd(kc);
 }
 
 async function create(kc: KubeConfig, ns: string, plural: string, body: Record<string, unknown>) {
@@ -203,13 +201,13 @@ beforeAll(async () => {
     clusterB = await ControlPlaneInstance.start(() => {});
     kcB = new KubeConfig();
     kcB.loadFromFile(clusterB.kubeconfig);
-    await installImportCrd(kcB);
+    await installCrds(kcB);
     const ns = testNamespace('fed-b', kcB);
     await ns.create();
     nsB = { name: ns.name };
   })();
 
-  await installImportCrd(kcA);
+  await installCrds(kcA);
   nsA = await createTestNamespace('fed-a');
   certManager = await startCertManager({ namespace: nsA.name, logFile: join(tmp, 'cert-manager.log') });
   ca = await caIssuer(nsA.name, { commonName: 'cluster A workload CA' });
