@@ -62,6 +62,18 @@ export interface AgentFacts {
   /** Where the card is served (the page links to it), when known. */
   cardUrl?: string;
   namespace: string;
+  /** Set for an entry imported from another cluster (imported.ts): where it comes from. */
+  origin?: EntryOrigin;
+}
+
+/** Where an imported entry comes from (the `dev.agentcard.origin` extension member, imported.ts). */
+export interface EntryOrigin {
+  /** The name the CatalogImport gives its origin (a cluster name), when it gives one. */
+  cluster?: string;
+  /** URL of the AI Catalog the entry was found in (a nested one, when it was nested). */
+  catalog: string;
+  /** The identity that signed the card and was verified at import (a SPIFFE ID, or `kid <kid>`). */
+  signer: string;
 }
 
 export interface BuiltEntry {

@@ -1,7 +1,8 @@
 /**
  * The catalog's page for people: one static HTML document that lists every agent of a catalog
  * (name, description, skills, tags, version, signed or not, reachable at the last probe, and a
- * link to its card) and the nested catalogs. Static HTML and one inline style sheet only
+ * link to its card; for an agent imported from another cluster, that cluster and the identity
+ * that signed its card) and the nested catalogs. Static HTML and one inline style sheet only
  * (page-style.ts): it works under `default-src 'none'`. Every string from a user (AgentCard
  * fields, spec.host, include[]) goes through escapeHtml, and links only ever carry http(s) URLs
  * or relative paths this module writes itself.
@@ -74,6 +75,7 @@ function agentItem(a: AgentFacts): string {
   return [
     '<li class="agent">',
     `<h2>${escapeHtml(a.name)}${a.version ? `<span class="version">v${escapeHtml(a.version)}</span>` : ''}<span class="ns">${escapeHtml(a.namespace)}</span></h2>`,
+    a.origin ? originLine(a.origin) : '',
     a.description ? `<p class="desc">${escapeHtml(a.description)}</p>` : '',
     a.skills.length ? `<p class="meta"><b>Skills:</b> ${a.skills.map(escapeHtml).join(', ')}</p>` : '',
     a.tags.length
@@ -82,6 +84,12 @@ function agentItem(a: AgentFacts): string {
     `<p class="meta">${a.signedBy ? `<span class="badge yes">signed by ${escapeHtml(a.signedBy)}</span>` : yesNo(a.signed, 'signed', 'unsigned', '')}${reach}${href ? `<a href="${href}" rel="nofollow noopener">agent card</a>` : ''}</p>`,
     '</li>',
   ].join('');
+}
+
+/** Where an imported agent comes from: its cluster, the catalog it was listed in, and who signed it. */
+function originLine(origin: NonNullable<AgentFacts['origin']>): string {
+  const catalog = safeHref(origin.catalog);
+  return `<p class="meta origin"><b>From cluster:</b> ${escapeHtml(origin.cluster ?? '(unnamed)')} · <b>signer:</b> ${escapeHtml(origin.signer)}${catalog ? ` · <a href="${catalog}" rel="nofollow noopener">origin catalog</a>` : ''}</p>`;
 }
 
 function nestedItem(n: NestedLink): string {

@@ -174,6 +174,27 @@ export const CatalogTrustSchema = z
     "Require every listed card to verify against this trust policy: a card whose published signatures do not verify is left out (status.unverified, status.skipped), and the catalog's page shows who signed each card.",
   );
 
+const importsSelector = LabelSelectorSchema.describe(
+  'Labels of the CatalogImports whose verified entries are listed; empty selects every one in reach.',
+);
+
+export const AgentCatalogImportsSchema = z
+  .strictObject({ selector: importsSelector })
+  .describe(
+    "List the verified entries of the CatalogImports of this namespace that the selector selects, next to this namespace's AgentCards (docs/federation.md). Absent: none.",
+  );
+
+export const ClusterAgentCatalogImportsSchema = z
+  .strictObject({
+    selector: importsSelector,
+    namespaceSelector: LabelSelectorSchema.describe(
+      'Labels of the namespaces whose CatalogImports are listed; absent or empty selects every namespace.',
+    ).optional(),
+  })
+  .describe(
+    'List the verified entries of the CatalogImports that the selectors select, next to the AgentCards (docs/federation.md). Absent: none.',
+  );
+
 const catalogSpecShape = {
   selector: LabelSelectorSchema.describe(
     'Labels of the AgentCards to list; absent or empty lists every AgentCard in scope.',
@@ -232,7 +253,7 @@ function uniqueIncludes(
 }
 
 export const AgentCatalogSpecSchema = z
-  .strictObject(catalogSpecShape)
+  .strictObject({ ...catalogSpecShape, imports: AgentCatalogImportsSchema.optional() })
   .superRefine(uniqueIncludes)
   .describe('Which AgentCards of this namespace the catalog lists, and how it is signed and served.');
 
@@ -242,6 +263,7 @@ export const ClusterAgentCatalogSpecSchema = z
     namespaceSelector: LabelSelectorSchema.describe(
       'Labels of the namespaces whose AgentCards are listed; absent or empty selects every namespace.',
     ).optional(),
+    imports: ClusterAgentCatalogImportsSchema.optional(),
   })
   .superRefine(uniqueIncludes)
   .describe('Which AgentCards of which namespaces the catalog lists, and how it is signed and served.');
@@ -263,7 +285,16 @@ export const CatalogStatusSchema = z
       )
       .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })
       .optional(),
-    entries: z.int().min(0).describe('AgentCards listed (nested catalogs not counted).').optional(),
+    entries: z
+      .int()
+      .min(0)
+      .describe('Agents listed, imported ones included (nested catalogs not counted).')
+      .optional(),
+    imported: z
+      .int()
+      .min(0)
+      .describe('Entries listed from CatalogImports (spec.imports), counted in entries too.')
+      .optional(),
     nested: z.int().min(0).describe('Nested catalogs listed: spec.include and partitions.').optional(),
     digest: z
       .string()

@@ -8,6 +8,7 @@
 import { isAgentCardEntry, isCatalogEntry, validateCatalog, type CatalogEntry } from '../catalog/document.ts';
 import { verifyCatalog } from '../catalog/signature.ts';
 import { verifyTrustManifest } from '../catalog/trust-manifest.ts';
+import { entryOrigin } from '../catalog/imported.ts';
 import { formatProblem } from '../card/problem.ts';
 import { describeError, UserError } from '../errors.ts';
 import { ProbeLimiter } from '../probe/limiter.ts';
@@ -289,11 +290,13 @@ export class Crawler {
   }
 
   async #cardEntry(entry: CatalogEntry, at: string, base: string, via: string[]): Promise<void> {
+    const origin = entryOrigin(entry);
     const listed = {
       identifier: entry.identifier,
       ...(entry.displayName ? { displayName: entry.displayName } : {}),
       ...(entry.description ? { description: entry.description } : {}),
       ...(entry.tags ? { tags: entry.tags } : {}),
+      ...(origin ? { origin } : {}),
     };
     if (entry.data !== undefined)
       return this.#card(entry.data, at, via, listed, undefined, await this.#manifest(entry, undefined, base));

@@ -49,6 +49,11 @@ function details(card: CardReport): string[] {
         ? card.trustManifest.message
         : `trust manifest ${card.trustManifest.status}: ${card.trustManifest.message}`,
     );
+  const origin = card.entry?.origin;
+  if (origin)
+    out.push(
+      `imported from ${origin.cluster ?? 'another cluster'} (${origin.catalog}), signer verified there: ${origin.signer}`,
+    );
   for (const p of card.problems.filter((p) => p.severity === 'error'))
     out.push(`invalid: ${formatProblem(p)}`);
   for (const i of card.interfaces) {

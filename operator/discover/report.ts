@@ -2,6 +2,7 @@
 import type { Problem } from '../card/problem.ts';
 import type { ProbeReason } from '../probe/types.ts';
 import type { SignatureReport } from './check.ts';
+import type { EntryOrigin } from '../catalog/entries.ts';
 
 export interface InterfaceReport {
   url: string;
@@ -25,7 +26,18 @@ export interface CardReport {
   /** The catalogs that led to it, outermost first. */
   via: string[];
   /** The catalog entry that listed it. */
-  entry?: { identifier: string; displayName?: string; description?: string; tags?: string[] };
+  entry?: {
+    identifier: string;
+    displayName?: string;
+    description?: string;
+    tags?: string[];
+    /**
+     * Where the listing catalog says it imported the entry from (its `dev.agentcard.imported`
+     * member, docs/federation.md): a claim of that catalog, which its own signature covers. The
+     * card's signature is checked here against this run's trust, whatever the claim says.
+     */
+    origin?: EntryOrigin;
+  };
   name?: string;
   version?: string;
   description?: string;

@@ -26,9 +26,20 @@ export async function startNginxProxy(opts: {
   upstream: number;
   filters?: Array<[string, string]>;
   extra?: string;
+  /** Serve HTTPS with this certificate and key (PEM). */
+  tls?: { cert: string; key: string };
+  /** Drop the client's If-None-Match: every answer is a 200 with a body (that the filters rewrite). */
+  noRevalidation?: boolean;
 }): Promise<Proxy> {
   const tmp = await mkdtemp(join(tmpdir(), 'agentcard-served-proxy-'));
   await chmod(tmp, 0o755);
+  if (opts.tls) {
+    await writeFile(join(tmp, 'tls.crt'), opts.tls.cert);
+    await writeFile(join(tmp, 'tls.key'), opts.tls.key, { mode: 0o600 });
+  }
+  const tls = opts.tls
+    ? ` ssl;\n    ssl_certificate ${tmp}/tls.crt;\n    ssl_certificate_key ${tmp}/tls.key`
+    : '';
   const filters = (opts.filters ?? []).map(([from, to]) => `      sub_filter '${from}' '${to}';`).join('\n');
   const conf = `worker_processes 1;
 pid ${tmp}/nginx.pid;
@@ -38,15 +49,15 @@ http {
   client_body_temp_path ${tmp}/b; proxy_temp_path ${tmp}/p; fastcgi_temp_path ${tmp}/f;
   uwsgi_temp_path ${tmp}/u; scgi_temp_path ${tmp}/s;
   server {
-    listen ${opts.address}:${opts.port};
+    listen ${opts.address}:${opts.port}${tls};
     location / {
       proxy_pass http://127.0.0.1:${opts.upstream};
       proxy_http_version 1.1;
       proxy_set_header Host $host;
       proxy_set_header Accept-Encoding "";
-${filters}
+${opts.noRevalidation ? '      proxy_set_header If-None-Match "";\n' : ''}${filters}
       sub_filter_once off;
-      sub_filter_types application/json;
+      sub_filter_types application/json application/ai-catalog+json;
     }
   }
 ${opts.extra ?? ''}

@@ -13,6 +13,8 @@
  *   per card;
  * - one of its ConfigMaps changes or disappears (not the echo of its own apply);
  * - a namespace's labels change (ClusterAgentCatalog namespaceSelector);
+ * - for a catalog with spec.imports: a CatalogImport appears, goes or changes its labels, or one of
+ *   the ConfigMaps an import keeps its verified entries in changes (imports.ts);
  * - a labelled signing-key Secret changes; the periodic resync (every catalog).
  *
  * At start (or on winning the election) a catalog whose spec or published ConfigMap changed while
@@ -27,6 +29,7 @@ import {
   CATALOG_KIND,
   CATALOG_LABEL,
   CATALOG_PLURAL,
+  IMPORT_LABEL,
   CLUSTER_CATALOG_KIND,
   CLUSTER_CATALOG_PLURAL,
   GROUP,
@@ -62,6 +65,7 @@ import { readReferencedSecrets } from '../../signing/secrets.ts';
 import {
   AGENT_CARDS,
   AGENT_CATALOGS,
+  CATALOG_IMPORTS,
   CLUSTER_AGENT_CATALOGS,
   NAMESPACES,
   OWNED_CONFIGMAPS,
@@ -73,6 +77,7 @@ import type { CachedConfigMap } from '../cache/configmap-trim.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
 import { ownedCatalogStatus, reconcileCatalogPlan, type CatalogObject } from './plan.ts';
 import { catalogStartupView } from './startup-priority.ts';
+import { ImportedEntries, type CachedImport } from './imports.ts';
 import { CONTROLLER_NAMES } from '../metrics.ts';
 
 /** How long card events are gathered before the catalogs they touch are rebuilt. */
@@ -121,6 +126,9 @@ export class CatalogController {
   private readonly namespaces?: SharedInformer<V1Namespace>;
   private readonly cards: SharedInformer<CachedAgentCard>;
   private readonly configMaps: SharedInformer<CachedConfigMap>;
+  /** CatalogImports and their stored entries (spec.imports). */
+  private readonly imports: SharedInformer<CachedImport>;
+  private readonly imported: ImportedEntries;
   private readonly secrets: SecretCaches;
   private readonly built: BuiltController;
   private readonly cardPrints = new Map<string, string>();
@@ -138,6 +146,8 @@ export class CatalogController {
     this.catalogs = cache.informer<CachedCatalog>(AGENT_CATALOGS);
     this.cards = cache.informer(AGENT_CARDS);
     this.configMaps = cache.informer(OWNED_CONFIGMAPS);
+    this.imports = cache.informer<CachedImport>(CATALOG_IMPORTS);
+    this.imported = new ImportedEntries(this.imports, this.configMaps);
     this.secrets = secretCaches(cache, opts.secretNames);
     const builder = new ControllerBuilder(
       { ...opts.runtime, log: this.log },
@@ -151,7 +161,13 @@ export class CatalogController {
     )
       .watches(this.catalogs, (c, event) => this.onCatalog(CATALOG_KIND, c, event))
       .watches(this.cards, (c, { type }) => this.onCard(c, type === 'delete'))
-      .watches(this.configMaps, (cm, { type }) => this.onConfigMap(cm, type === 'delete'));
+      .watches(this.configMaps, (cm, { type }) => this.onConfigMap(cm, type === 'delete'))
+      // Only an import's labels matter here (spec.imports.selector); its entries are in ConfigMaps.
+      .watches(this.imports, (imp, { type, old }) =>
+        type === 'update' && sameLabels(old?.metadata?.labels ?? {}, imp.metadata?.labels ?? {})
+          ? []
+          : this.importing(imp.metadata.namespace),
+      );
     if (opts.clusterCatalogs ?? cache.allNamespaces) {
       this.clusterCatalogs = cache.informer<CachedCatalog>(CLUSTER_AGENT_CATALOGS);
       this.namespaces = cache.informer({
@@ -277,9 +293,30 @@ export class CatalogController {
     return this.reaching(obj.metadata.namespace);
   }
 
+  /** Every catalog with spec.imports that can list a CatalogImport of `namespace`. */
+  private importing(namespace: string): Request[] {
+    const lists = (c: CatalogObject) => (c.spec as { imports?: unknown } | undefined)?.imports !== undefined;
+    return [
+      ...this.catalogs
+        .list(namespace)
+        .filter(lists)
+        .map((c) => this.debounced(keyOf({ kind: CATALOG_KIND, namespace, name: c.metadata.name }))),
+      ...(this.clusterCatalogs?.list() ?? [])
+        .filter(lists)
+        .map((c) =>
+          this.debounced(keyOf({ kind: CLUSTER_CATALOG_KIND, namespace: '', name: c.metadata.name })),
+        ),
+    ];
+  }
+
   private onConfigMap(cm: V1ConfigMap, deleted: boolean): Request[] {
     const namespace = cm.metadata?.namespace ?? '';
     const labels = cm.metadata?.labels ?? {};
+    if (labels[IMPORT_LABEL] !== undefined) {
+      // An import's stored entries (federation/store.ts): the catalogs that list imports.
+      if (deleted) this.imported.forget(cm);
+      return this.importing(namespace);
+    }
     if (labels[CARD_LABEL]) {
       // A card's published documents: inline entries carry them.
       return deleted ? [] : this.inlineKeys(namespace);
@@ -448,7 +485,12 @@ export class CatalogController {
     const catalog = this.currentCatalog(ref);
     if (!catalog || catalog.metadata.deletionTimestamp) return;
     const publishNamespace = ref.kind === CATALOG_KIND ? ref.namespace : this.opts.clusterNamespace;
-    const spec = (catalog.spec ?? {}) as { audience?: string; entries?: string; trust?: unknown };
+    const spec = (catalog.spec ?? {}) as {
+      audience?: string;
+      entries?: string;
+      trust?: unknown;
+      imports?: unknown;
+    };
     const cards = this.cardsInReach(ref, spec.audience, readsPublishedCards(spec));
     const trustSources =
       spec.trust !== undefined
@@ -483,6 +525,9 @@ export class CatalogController {
         watched ? this.liveConfigMap(publishNamespace, name) : published.get(name),
       liveNames: [...published.keys()],
       ...(trustSources ? { trustSources } : {}),
+      ...(spec.imports !== undefined
+        ? { imports: this.imported.inReach(ref.kind === CATALOG_KIND ? ref.namespace : undefined) }
+        : {}),
       now: new Date(),
     };
     // Decided once (build, sign); a failed publish only changes the derived status.

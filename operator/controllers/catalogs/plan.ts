@@ -32,6 +32,7 @@ import {
   type CatalogSpec,
 } from '../../catalog/resource.ts';
 import { matchesSelector } from '../../catalog/selector.ts';
+import { mergeImported, type ImportedEntryView } from '../../catalog/imported.ts';
 import { loadTrust, verifyPublishedCard, type TrustSources } from '../../catalog/trust.ts';
 import { addTrustManifests } from '../../catalog/trust-manifest.ts';
 import { catalogPayload, parseCompactDetached, signCatalog, verifyCatalog } from '../../catalog/signature.ts';
@@ -96,6 +97,16 @@ export interface CatalogPlanInput {
   now: Date;
   /** The documents spec.trust references, as the controller read them. */
   trustSources?: TrustSources;
+  /** The CatalogImports in reach with their verified entries (spec.imports selects among them). */
+  imports?: readonly CatalogImportView[];
+}
+
+/** A CatalogImport as a catalog sees it: its labels (for spec.imports) and its verified entries. */
+export interface CatalogImportView {
+  namespace: string;
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  entries: readonly ImportedEntryView[];
 }
 
 export interface CatalogPlan {
@@ -121,6 +132,7 @@ const OWNED_FIELDS = [
   'namespace',
   'skipped',
   'unverified',
+  'imported',
   'signatures',
 ] as const;
 
@@ -240,6 +252,30 @@ export function selectEntries(
   }
   skipped.sort();
   return { built, views, skipped };
+}
+
+/**
+ * The verified entries of the CatalogImports spec.imports selects: in the catalog's namespace for
+ * an AgentCatalog, in the namespaces imports.namespaceSelector selects for a ClusterAgentCatalog.
+ * Absent spec.imports lists none.
+ */
+export function selectImported(
+  input: Pick<CatalogPlanInput, 'kind' | 'catalog' | 'imports' | 'namespaceLabels'>,
+  spec: CatalogSpec,
+): ImportedEntryView[] {
+  if (!spec.imports) return [];
+  const ownNamespace = input.kind === CATALOG_KIND ? input.catalog.metadata.namespace : undefined;
+  const namespaceSelector = ownNamespace === undefined ? spec.imports.namespaceSelector : undefined;
+  const out: ImportedEntryView[] = [];
+  for (const imp of input.imports ?? []) {
+    if (ownNamespace !== undefined && imp.namespace !== ownNamespace) continue;
+    if (namespaceSelector) {
+      const labels = input.namespaceLabels(imp.namespace);
+      if (!labels || !matchesSelector(namespaceSelector, labels)) continue;
+    }
+    if (matchesSelector(spec.imports.selector, imp.labels)) out.push(...imp.entries);
+  }
+  return out;
 }
 
 /**
@@ -427,11 +463,14 @@ export async function decideCatalog(
     (kind === CATALOG_KIND
       ? `Agents of ${catalog.metadata.namespace}`
       : `Agents of the cluster (${catalog.metadata.name})`);
+  // Imported entries come after this cluster's (which win an identifier both list), as their
+  // origin published them: spec.trust and this catalog's manifests are for local cards.
+  const imported = mergeImported(manifests.entries, selectImported(input, spec));
   const result = engine.build({
     identifier,
     title,
     host: spec.host,
-    entries: manifests.entries,
+    entries: imported.built,
     include: spec.include ?? [],
     previous: previousEntries(previousDocs),
     now: formatTime(now),
@@ -483,6 +522,9 @@ export async function decideCatalog(
     if (!configMapUpToDate(input.liveConfigMap(name), emptied)) writes.push(emptied);
   }
   const digest = digestOf(rootText);
+  const shadowed = imported.skipped.length
+    ? `; ${imported.skipped.length} imported entr${imported.skipped.length === 1 ? 'y' : 'ies'} left out, first: ${imported.skipped[0]}`
+    : '';
   const left = skipped.length
     ? `; ${skipped.length} selected AgentCard(s) left out${unverified.length ? ` (${unverified.length} not verified by spec.trust)` : ''}, first: ${skipped[0]}`
     : '';
@@ -501,11 +543,14 @@ export async function decideCatalog(
         partitions: result.parts.length,
         configMap: rootName,
         namespace: input.publishNamespace,
-        ...(skipped.length ? { skipped: skipped.slice(0, MAX_SKIPPED) } : {}),
+        ...(skipped.length + imported.skipped.length
+          ? { skipped: [...skipped, ...imported.skipped].sort().slice(0, MAX_SKIPPED) }
+          : {}),
         ...(spec.trust ? { unverified: unverified.length } : {}),
+        ...(spec.imports ? { imported: imported.listed } : {}),
         ...(key ? { signatures: [signatureStatus(key)] } : {}),
       },
-      message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}${manifests.note ? `; ${manifests.note}` : ''}`,
+      message: `ConfigMap ${input.publishNamespace}/${rootName} holds ${result.entries} entries${imported.listed ? ` (${imported.listed} imported)` : ''}${result.parts.length ? ` in ${result.parts.length} partitions` : ''} (${digest.slice(0, 19)}, ${bytes} bytes)${left}${shadowed}${manifests.note ? `; ${manifests.note}` : ''}`,
     },
   };
 }
