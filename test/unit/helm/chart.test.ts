@@ -879,8 +879,12 @@ describe('monitoring (opt-in)', async () => {
         'AgentCardNotServedAsSigned',
         'AgentCardHeldByPolicy',
         'AgentPolicyViolations',
+        'AgentQuarantined',
+        'CatalogImportStale',
       ]),
     );
+    expect(alerts.AgentQuarantined!.expr).toContain('agentcard_quarantined_agents');
+    expect(alerts.CatalogImportStale!.expr).toContain('state="stale"');
     expect(alerts.AgentCardHeldByPolicy!.expr).toContain('reason="PolicyViolation"');
     expect(alerts.AgentPolicyViolations!.expr).toContain('agentcard_policy_violations');
     expect(alerts.AgentCardNotServedAsSigned!.expr).toContain('agentcard_served_card');
@@ -908,6 +912,8 @@ describe('monitoring (opt-in)', async () => {
     expect(byTitle['Reconciles by result']).toContain('controller_runtime_reconcile_total');
     expect(byTitle['Queue wait p99 by lane']).toContain('by (name, priority, le)');
     expect(byTitle['Policy violations by rule']).toContain('agentcard_policy_violations');
+    expect(byTitle['Network enforcement']).toContain('agentcard_quarantined_agents');
+    expect(byTitle['Imported entries by CatalogImport']).toContain('agentcard_import_entries');
   });
 });
 
