@@ -238,6 +238,7 @@ describe('adopting a labelled workload on a real node', () => {
       'clusteragentcatalogs.agentcard.dev',
       'agentpolicies.agentcard.dev',
       'clusteragentpolicies.agentcard.dev',
+      'catalogimports.agentcard.dev',
       '--ignore-not-found',
     ).catch(() => undefined);
   });

@@ -144,6 +144,7 @@ describe('docs/install.md on the node, as written', () => {
       'clusteragentcatalogs.agentcard.dev',
       'agentpolicies.agentcard.dev',
       'clusteragentpolicies.agentcard.dev',
+      'catalogimports.agentcard.dev',
       '--ignore-not-found',
     );
     await quiet('delete', 'namespace', 'agentcard-system', '--ignore-not-found', '--timeout=120s');

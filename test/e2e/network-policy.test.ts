@@ -298,6 +298,7 @@ describe('a callers rule enforced on the node (kube-router)', () => {
       'clusteragentcatalogs.agentcard.dev',
       'agentpolicies.agentcard.dev',
       'clusteragentpolicies.agentcard.dev',
+      'catalogimports.agentcard.dev',
       '--ignore-not-found',
     ).catch(() => undefined);
   });

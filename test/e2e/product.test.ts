@@ -349,6 +349,7 @@ describe('the product on a real node', () => {
       'clusteragentcatalogs.agentcard.dev',
       'agentpolicies.agentcard.dev',
       'clusteragentpolicies.agentcard.dev',
+      'catalogimports.agentcard.dev',
       '--ignore-not-found',
     ).catch(() => undefined);
   });

@@ -15,7 +15,7 @@ import { ApiextensionsV1Api, AppsV1Api, type V1CustomResourceDefinition } from '
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
-import { Api, installPolicyCrds, sampleCard } from '../support/operator.ts';
+import { Api, installImportCrd, installPolicyCrds, sampleCard } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
@@ -31,6 +31,7 @@ const CRD_FILES = [
   'agentcard.dev_clusteragentcatalogs.yaml',
   'agentcard.dev_agentpolicies.yaml',
   'agentcard.dev_clusteragentpolicies.yaml',
+  'agentcard.dev_catalogimports.yaml',
 ];
 const CRD_NAMES = [
   'agentcards.agentcard.dev',
@@ -38,6 +39,7 @@ const CRD_NAMES = [
   'clusteragentcatalogs.agentcard.dev',
   'agentpolicies.agentcard.dev',
   'clusteragentpolicies.agentcard.dev',
+  'catalogimports.agentcard.dev',
 ];
 
 let ns: TestNamespace;
@@ -98,7 +100,10 @@ function nextChart(): string {
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'agentcard-helm-crds-'));
+  // Every CRD the chart ships exists, as other files of the run may have left them (and as on a
+  // cluster that had the older chart): the adoption step below must cover each.
   await installPolicyCrds(kc);
+  await installImportCrd(kc);
   ns = await createTestNamespace('helm-crds');
   release = `cr-${ns.name.slice(-8)}`;
 });
@@ -107,6 +112,7 @@ afterAll(async () => {
   if (release) await helm(['uninstall', release, '--namespace', ns.name, '--wait']);
   // Leave the shared CRDs as generated, and owned by no release.
   await installPolicyCrds(kc);
+  await installImportCrd(kc);
   for (const name of CRD_NAMES) {
     await kubectl(['annotate', 'crd', name, 'meta.helm.sh/release-name-', 'meta.helm.sh/release-namespace-']);
   }
