@@ -18,7 +18,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -39,6 +38,10 @@ import { CATALOG_LABEL, GROUP, PLURAL, VERSION } from '../operator/api/names.ts'
 import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { table, writeSection } from './report.ts';
+import { apiWrites } from './api-writes.ts';
+
+/** What the operator writes here, counted at the API server. */
+const WRITTEN_RESOURCES = ['configmaps', 'agentcards', 'clusteragentcatalogs'];
 
 const root = resolve(import.meta.dirname, '..');
 const log = (line: string) => process.stderr.write(`[catalog] ${line}\n`);
@@ -57,28 +60,6 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
     while (next < items.length) await fn(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-async function apiWrites(kc: KubeConfig): Promise<number> {
-  const opts: Parameters<typeof request>[1] = { method: 'GET' };
-  await kc.applyToHTTPSOptions(opts);
-  const text = await new Promise<string>((ok, fail) => {
-    const req = request(new URL('/metrics', kc.getCurrentCluster()!.server), opts, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => ok(body));
-    });
-    req.on('error', fail);
-    req.end();
-  });
-  let n = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    if (!/verb="(PATCH|APPLY|POST|PUT|DELETE)"/.test(line)) continue;
-    if (!/resource="(configmaps|agentcards|clusteragentcatalogs)"/.test(line)) continue;
-    n += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return n;
 }
 
 const spec = (i: number, version = '1.0.0') => ({
@@ -157,11 +138,11 @@ function startOperator(namespace: string, catalogs: boolean): Operator {
 /** Waits until the API server sees no write for `quietMs` (the operator is idle); bounded. */
 async function settle(kc: KubeConfig, quietMs = 10_000, maxMs = 15 * 60_000): Promise<void> {
   const deadline = Date.now() + maxMs;
-  let last = await apiWrites(kc);
+  let last = await apiWrites(kc, WRITTEN_RESOURCES);
   let since = Date.now();
   while (Date.now() < deadline) {
     await sleep(1_000);
-    const now = await apiWrites(kc);
+    const now = await apiWrites(kc, WRITTEN_RESOURCES);
     if (now !== last) {
       last = now;
       since = Date.now();
@@ -272,9 +253,9 @@ async function main(): Promise<void> {
     await settle(kc);
 
     // Steady state: no write for a quiet period.
-    const w0 = await apiWrites(kc);
+    const w0 = await apiWrites(kc, WRITTEN_RESOURCES);
     await sleep(15_000);
-    const steadyWrites = (await apiWrites(kc)) - w0;
+    const steadyWrites = (await apiWrites(kc, WRITTEN_RESOURCES)) - w0;
 
     // One card's change, republished: a watch on the catalog's ConfigMaps sees the new version.
     const seen = new Map<string, number>();

@@ -16,7 +16,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request } from 'node:https';
+import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -40,6 +40,10 @@ import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { createTestCa } from '../test/support/tls-certs.ts';
 import { table, writeSection } from './report.ts';
+import { apiWrites } from './api-writes.ts';
+
+/** What the operator writes here, counted at the API server. */
+const WRITTEN_RESOURCES = ['configmaps', 'catalogimports', 'agentcatalogs', 'events'];
 
 const root = resolve(import.meta.dirname, '..');
 const log = (line: string) => process.stderr.write(`[federation] ${line}\n`);
@@ -55,28 +59,6 @@ const C = Number(values.catalogs);
 const A = Number(values.agents);
 const QUIET_S = Number(values.quiet);
 const G = { group: 'agentcard.dev', version: 'v1alpha1' };
-
-async function apiWrites(kc: KubeConfig): Promise<number> {
-  const opts: Parameters<typeof request>[1] = { method: 'GET' };
-  await kc.applyToHTTPSOptions(opts);
-  const text = await new Promise<string>((ok, fail) => {
-    const req = request(new URL('/metrics', kc.getCurrentCluster()!.server), opts, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => ok(body));
-    });
-    req.on('error', fail);
-    req.end();
-  });
-  let n = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    if (!/verb="(PATCH|APPLY|POST|PUT|DELETE)"/.test(line)) continue;
-    if (!/resource="(configmaps|catalogimports|agentcatalogs|events)"/.test(line)) continue;
-    n += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return n;
-}
 
 async function applyFile(kc: KubeConfig, file: string) {
   const client = KubernetesObjectApi.makeApiClient(kc);
@@ -236,9 +218,9 @@ async function main() {
       throw new Error(`not every entry listed within 10 minutes: ${stderr.slice(-2000)}`);
     log(`listed ${C * A} imported entries in ${(listedMs / 1000).toFixed(1)} s`);
     await sleep(10_000);
-    const before = await apiWrites(kc);
+    const before = await apiWrites(kc, WRITTEN_RESOURCES);
     await sleep(QUIET_S * 1000);
-    const writes = (await apiWrites(kc)) - before;
+    const writes = (await apiWrites(kc, WRITTEN_RESOURCES)) - before;
     const rss = rssMiB();
     log(`steady: ${writes} writes in ${QUIET_S} s, RSS ${rss.toFixed(0)} MiB`);
     writeSection(
