@@ -33,6 +33,15 @@ export const CHART_CRDS = [
   template: `${CHART_CRD_DIR}/${file.slice(file.lastIndexOf('/') + 1)}`,
 }));
 
+/**
+ * The names of the chart's CRDs (`<plural>.<group>`), read from their generated file names
+ * (`crds/<group>_<plural>.yaml`): what a clean-up deletes to leave no CRD behind.
+ */
+export const CHART_CRD_NAMES = CHART_CRDS.map(({ file }) => {
+  const [group, plural] = file.slice(file.lastIndexOf('/') + 1, -'.yaml'.length).split('_');
+  return `${plural}.${group}`;
+});
+
 const METADATA = /^metadata:\n {2}name: ([a-z0-9.-]+)\n/m;
 
 /**

@@ -25,6 +25,7 @@ import { toolPath } from '../controlplane/tools.ts';
 import { execInNode, kubectl, nodeKubeconfig } from '../node/control.ts';
 import { repoRoot } from '../support/paths.ts';
 import { productImages, type ProductImages } from '../support/product-images.ts';
+import { CHART_CRD_NAMES } from '../../build/chart-crds.ts';
 
 const state = inject('nodeCluster');
 const k = (...args: string[]) => kubectl(state, args);
@@ -230,17 +231,7 @@ describe('adopting a labelled workload on a real node', () => {
     );
     await k('delete', 'namespace', opNs, '--wait=false').catch(() => undefined);
     // crds.keep leaves the CRDs behind an uninstall; the next run installs into another namespace.
-    await k(
-      'delete',
-      'crd',
-      'agentcards.agentcard.dev',
-      'agentcatalogs.agentcard.dev',
-      'clusteragentcatalogs.agentcard.dev',
-      'agentpolicies.agentcard.dev',
-      'clusteragentpolicies.agentcard.dev',
-      'catalogimports.agentcard.dev',
-      '--ignore-not-found',
-    ).catch(() => undefined);
+    await k('delete', 'crd', ...CHART_CRD_NAMES, '--ignore-not-found').catch(() => undefined);
   });
 
   it('creates an owned AgentCard for the labelled Deployment and adopts the card the agent serves', async () => {

@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { execInNode, kubectl, nodeKubeconfig } from '../node/control.ts';
 import { installDocBlocks, type InstallDocBlock } from '../support/install-doc.ts';
 import { repoRoot } from '../support/paths.ts';
+import { CHART_CRD_NAMES } from '../../build/chart-crds.ts';
 
 const state = inject('nodeCluster');
 const k = (...args: string[]) => kubectl(state, args);
@@ -136,17 +137,7 @@ describe('docs/install.md on the node, as written', () => {
         '--ignore-not-found',
       ]).on('close', () => resolve()),
     );
-    await quiet(
-      'delete',
-      'crd',
-      'agentcards.agentcard.dev',
-      'agentcatalogs.agentcard.dev',
-      'clusteragentcatalogs.agentcard.dev',
-      'agentpolicies.agentcard.dev',
-      'clusteragentpolicies.agentcard.dev',
-      'catalogimports.agentcard.dev',
-      '--ignore-not-found',
-    );
+    await quiet('delete', 'crd', ...CHART_CRD_NAMES, '--ignore-not-found');
     await quiet('delete', 'namespace', 'agentcard-system', '--ignore-not-found', '--timeout=120s');
     // The files the page writes in the checkout (keys, JWKS); out/ and dist/ are ignored by git.
     for (const name of readdirSync(repoRoot)) {

@@ -25,6 +25,7 @@ import { waitForService } from '../node/services.ts';
 import { AGENT_LABEL } from '../../operator/api/names.ts';
 import { repoRoot } from '../support/paths.ts';
 import { productImages, type ProductImages } from '../support/product-images.ts';
+import { CHART_CRD_NAMES } from '../../build/chart-crds.ts';
 
 const state = inject('nodeCluster');
 const k = (...args: string[]) => kubectl(state, args);
@@ -290,17 +291,7 @@ describe('a callers rule enforced on the node (kube-router)', () => {
     );
     await k('delete', 'namespace', opNs, '--wait=false').catch(() => undefined);
     // The chart keeps its CRDs; the next install is another release (see product.test.ts).
-    await k(
-      'delete',
-      'crd',
-      'agentcards.agentcard.dev',
-      'agentcatalogs.agentcard.dev',
-      'clusteragentcatalogs.agentcard.dev',
-      'agentpolicies.agentcard.dev',
-      'clusteragentpolicies.agentcard.dev',
-      'catalogimports.agentcard.dev',
-      '--ignore-not-found',
-    ).catch(() => undefined);
+    await k('delete', 'crd', ...CHART_CRD_NAMES, '--ignore-not-found').catch(() => undefined);
   });
 
   it('the webhook labels the injected Pods with their AgentCard, and no other', async () => {

@@ -23,6 +23,7 @@ import { waitForService } from '../node/services.ts';
 import { CONDITION_KINDS, readPromises, type ExamplePromise } from '../support/example-promises.ts';
 import { repoRoot } from '../support/paths.ts';
 import { productImages, type ProductImages } from '../support/product-images.ts';
+import { CHART_CRD_NAMES } from '../../build/chart-crds.ts';
 
 const state = inject('nodeCluster');
 const k = (...args: string[]) => kubectl(state, args);
@@ -341,17 +342,7 @@ describe('the product on a real node', () => {
     await k('delete', 'namespace', opNs, '--wait=false').catch(() => undefined);
     // crds.keep leaves the CRDs behind an uninstall, as it should in a user's cluster; the next
     // run installs into another namespace, and Helm refuses CRDs another release's metadata names.
-    await k(
-      'delete',
-      'crd',
-      'agentcards.agentcard.dev',
-      'agentcatalogs.agentcard.dev',
-      'clusteragentcatalogs.agentcard.dev',
-      'agentpolicies.agentcard.dev',
-      'clusteragentpolicies.agentcard.dev',
-      'catalogimports.agentcard.dev',
-      '--ignore-not-found',
-    ).catch(() => undefined);
+    await k('delete', 'crd', ...CHART_CRD_NAMES, '--ignore-not-found').catch(() => undefined);
   });
 
   it('injects the native nginx sidecar; the Pod runs 2/2 ready under the restricted Pod Security Standard', async () => {
