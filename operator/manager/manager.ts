@@ -124,6 +124,8 @@ export async function runOperator(
     onListening?: (metricsPort: number) => void;
     /** Called once the configuration is loaded, just before 'operator starting' is logged. */
     onStarting?: () => void;
+    /** Tests only: the import controller's time between fetches (ImportControllerOptions). */
+    importFetchIntervalMs?: (specIntervalMs: number) => number;
   },
 ): Promise<number> {
   const { log } = opts;
@@ -332,6 +334,7 @@ export async function runOperator(
           }),
           ...(flags.probeCaFile ? { ca: probeCa ?? (await readCaBundle(flags.probeCaFile)) } : {}),
           resyncMs: flags.resyncMs,
+          ...(opts.importFetchIntervalMs ? { fetchIntervalMs: opts.importFetchIntervalMs } : {}),
           onWrite: countWrites('import'),
         })
       : undefined;

@@ -238,7 +238,12 @@ export interface InProcessOperator {
 export async function startOperator(
   namespace: string,
   extra: string[] = [],
-  opts: { probes?: boolean | 'default'; kubeconfig?: string } = {},
+  opts: {
+    probes?: boolean | 'default';
+    kubeconfig?: string;
+    /** The import controller's time between fetches for a spec.interval (runOperator's, tests only). */
+    importFetchIntervalMs?: (specIntervalMs: number) => number;
+  } = {},
 ): Promise<InProcessOperator> {
   const probeFlags =
     opts.probes === 'default' ? [] : opts.probes ? ['--probe-allow-cidr', '127.0.0.1/32'] : ['--no-probes'];
@@ -263,7 +268,12 @@ export async function startOperator(
   );
   const abort = new AbortController();
   let port = 0;
-  const done = runOperator(flags, { signal: abort.signal, log, onListening: (p) => (port = p) });
+  const done = runOperator(flags, {
+    signal: abort.signal,
+    log,
+    onListening: (p) => (port = p),
+    ...(opts.importFetchIntervalMs ? { importFetchIntervalMs: opts.importFetchIntervalMs } : {}),
+  });
   await waitFor('the operator to listen', async () => port !== 0, 10_000);
   return {
     logs,
