@@ -79,6 +79,7 @@ const { values } = parseArgs({
     probes: { type: 'boolean', default: true },
     peer: { type: 'string' },
     'heap-snapshot': { type: 'string' },
+    'cpu-prof': { type: 'string' },
     before: { type: 'string' },
   },
   allowNegative: true,
@@ -297,6 +298,8 @@ async function startOperator(
   const child = spawn(
     process.execPath,
     [
+      // --cpu-prof DIR: a V8 CPU profile of each operator run, written into DIR when it stops.
+      ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : []),
       join(build, 'bin', 'agentcard.js'),
       'operator',
       ...['--kubeconfig', kubeconfigFile, '--namespace', namespace, '--no-leader-elect'],
