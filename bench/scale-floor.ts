@@ -7,9 +7,13 @@
  * (operator/kube/client.ts), and reads the AgentCards first (their uids go into the
  * ownerReferences), so that it is timed exactly like the operator: from process start.
  *
+ * The ConfigMap data and the status it applies are those the operator wrote for one of its own
+ * cards (the same bytes to store, the same fields for server-side apply to track), so that the
+ * API server does the same work for both.
+ *
  * Run by the benchmark, bundled like the operator (build/bundle.ts): `node scale-floor.js
- * --kubeconfig F --namespace NS --concurrency N --data FILE` (FILE: the ConfigMap data to
- * publish, as JSON).
+ * --kubeconfig F --namespace NS --concurrency N --data FILE --status FILE` (the ConfigMap data
+ * to publish and the status to apply, as JSON).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -24,12 +28,14 @@ const { values } = parseArgs({
     namespace: { type: 'string' },
     concurrency: { type: 'string', default: '4' },
     data: { type: 'string' },
+    status: { type: 'string' },
   },
 });
 
 const namespace = values.namespace!;
 const concurrency = Number(values.concurrency);
 const data = JSON.parse(readFileSync(values.data!, 'utf8')) as Record<string, string>;
+const status = JSON.parse(readFileSync(values.status!, 'utf8')) as Record<string, unknown>;
 const client = new KubeClient(loadKubeConfig({ kubeconfig: values.kubeconfig }));
 const resource = { group: GROUP, version: VERSION, plural: PLURAL };
 const list = await client.request<{ items: Array<{ metadata: { name: string; uid: string } }> }>(
@@ -67,22 +73,11 @@ const worker = async () => {
       },
       data,
     });
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     await applyStatus(client, resource, namespace, name, {
       apiVersion: `${GROUP}/${VERSION}`,
       kind: 'AgentCard',
       metadata: { name, namespace },
-      status: {
-        observedGeneration: 1,
-        conditions: ['Accepted', 'Signed', 'Published', 'InterfacesReachable', 'Ready'].map((type) => ({
-          type,
-          status: 'True',
-          observedGeneration: 1,
-          reason: type,
-          message: 'bench',
-          lastTransitionTime: now,
-        })),
-      },
+      status,
     });
     events.push(() =>
       createEvent(client, {

@@ -8,8 +8,9 @@
  * - API-server writes per card, counted by the API server itself (apiserver_request_total);
  * - the operator's peak RSS (VmHWM) and CPU;
  * and, as the floor, the time a bare script takes to make the same writes (one ConfigMap apply,
- * one status apply per card by 4 workers, and the same Event per card through a background sender
- * with 2 writes in flight, as the operator does) for as many other AgentCards.
+ * one status apply per card by 4 workers, with the data and the status the operator wrote for one
+ * of its cards, and the same Event per card through a background sender with 2 writes in flight,
+ * as the operator does) for as many other AgentCards.
  *
  * At the largest size the operator is then started again on the published cards with probes on
  * (every interface points at real @a2a-js/sdk peers on loopback addresses, probed every 60 s):
@@ -79,6 +80,7 @@ const { values } = parseArgs({
     probes: { type: 'boolean', default: true },
     peer: { type: 'string' },
     'heap-snapshot': { type: 'string' },
+    'cpu-prof': { type: 'string' },
     before: { type: 'string' },
   },
   allowNegative: true,
@@ -297,6 +299,8 @@ async function startOperator(
   const child = spawn(
     process.execPath,
     [
+      // --cpu-prof DIR: a V8 CPU profile of each operator run, written into DIR when it stops.
+      ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : []),
       join(build, 'bin', 'agentcard.js'),
       'operator',
       ...['--kubeconfig', kubeconfigFile, '--namespace', namespace, '--no-leader-elect'],
@@ -414,9 +418,17 @@ async function runOperator(kc: KubeConfig, namespace: string, n: number, build =
  * parallelism, as its own process bundled like the operator, timed like the operator: from its
  * start until a watch has seen every AgentCard Ready.
  */
-async function bareWrites(kc: KubeConfig, namespace: string, n: number, data: Record<string, string>) {
+async function bareWrites(
+  kc: KubeConfig,
+  namespace: string,
+  n: number,
+  data: Record<string, string>,
+  status: unknown,
+) {
   const dataFile = join(work, `floor-data-${namespace}.json`);
   writeFileSync(dataFile, JSON.stringify(data));
+  const statusFile = join(work, `floor-status-${namespace}.json`);
+  writeFileSync(statusFile, JSON.stringify(status));
   const watcher = await watchReady(kc, namespace, n);
   const started = performance.now();
   const child = spawn(
@@ -424,7 +436,7 @@ async function bareWrites(kc: KubeConfig, namespace: string, n: number, data: Re
     [
       join(app, 'dist', 'scale-floor.js'),
       ...['--kubeconfig', kubeconfigFile, '--namespace', namespace],
-      ...['--concurrency', String(CONCURRENCY), '--data', dataFile],
+      ...['--concurrency', String(CONCURRENCY), '--data', dataFile, '--status', statusFile],
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -473,8 +485,14 @@ async function oneRun(kc: KubeConfig, n: number, run: number, namespaces: string
   const template = (
     await core.readNamespacedConfigMap({ namespace: nsOperator, name: `${names[0]}-agent-card` })
   ).data!;
+  // The status the operator wrote for that card: the floor applies the same fields.
+  const { status } = (await kc
+    .makeApiClient(CustomObjectsApi)
+    .getNamespacedCustomObject({ ...RESOURCE, namespace: nsOperator, name: names[0]! })) as {
+    status: unknown;
+  };
   await prepareNamespace(kc, nsFloor, n);
-  const floorSeconds = await bareWrites(kc, nsFloor, n, template);
+  const floorSeconds = await bareWrites(kc, nsFloor, n, template, status);
   log(
     `${n} cards, run ${run}: floor, the same writes in ${floorSeconds.toFixed(1)} s (ratio ${(op.seconds / floorSeconds).toFixed(2)}x)`,
   );
@@ -932,7 +950,8 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
         'key from a labelled Secret) exist before a real `agentcard operator` process starts (`--no-probes`, no ' +
         'leader election); time runs from its start until a watch has seen every AgentCard Ready. The floor is a ' +
         "bare script (bench/scale-floor.ts, its own process, the operator's REST client) making the same writes for " +
-        `as many other AgentCards: it lists them, then per card a ConfigMap apply then a status apply, ${CONCURRENCY} ` +
+        `as many other AgentCards: it lists them, then per card a ConfigMap apply then a status apply (the data and ` +
+        `the status the operator wrote for one of its cards), ${CONCURRENCY} ` +
         'cards in parallel, and the Published Event sent in the background with 2 in flight; timed the same way, ' +
         'from its start. API writes are counted by the API server (`apiserver_request_total`).' +
         (probes

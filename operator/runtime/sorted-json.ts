@@ -4,12 +4,21 @@
  */
 /** Equal values give equal text. */
 export function sortedJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      return Object.fromEntries(
-        Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-      );
-    }
-    return v;
-  });
+  return JSON.stringify(value, sortKeys);
+}
+
+/**
+ * The replacer: an object whose keys are not in order is copied with them in order (one copy, no
+ * intermediate entry arrays: this runs over every status of every reconcile).
+ */
+function sortKeys(_key: string, v: unknown): unknown {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return v;
+  const keys = Object.keys(v);
+  let sorted = true;
+  for (let i = 1; i < keys.length && sorted; i++) sorted = keys[i - 1]! < keys[i]!;
+  if (sorted) return v;
+  keys.sort();
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = (v as Record<string, unknown>)[k];
+  return out;
 }

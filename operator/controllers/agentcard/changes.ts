@@ -71,6 +71,11 @@ export interface ChangeInput {
   liveCard?: string;
   /** agent-card.json about to be published. */
   nextCard: string;
+  /**
+   * The version of `nextCard`, when the caller rendered it from a validated card: a first publish
+   * (nothing live to compare with) then needs neither parsing nor validating it again.
+   */
+  nextVersion?: string;
   policy?: BreakingPolicy;
   /** The value of the accept annotation, if set. */
   accept?: string;
@@ -122,14 +127,14 @@ function bumpNote(before: string, after: string, bump: Exclude<MajorBump, { bump
 export function decideChange(input: ChangeInput): ChangeVerdict {
   const digest = digestOf(input.nextCard);
   if (digest === input.recordedDigest) return { action: 'none' };
-  const next = parseCard(input.nextCard);
-  const version = (next?.card.version ?? '').slice(0, HISTORY_VERSION_LENGTH);
   // The live card is the one to compare with; when it already holds these bytes (a publish whose
   // status was not recorded) or holds none, or holds no valid card, there is nothing to compare.
   const live =
     input.liveCard !== undefined && digestOf(input.liveCard) !== digest
       ? parseCard(input.liveCard)
       : undefined;
+  const next = live || input.nextVersion === undefined ? parseCard(input.nextCard) : undefined;
+  const version = (input.nextVersion ?? next?.card.version ?? '').slice(0, HISTORY_VERSION_LENGTH);
   if (!next || !live) return { action: 'publish', change: { version, digest, breaking: [] } };
 
   const diff = diffCards(live.card, next.card);

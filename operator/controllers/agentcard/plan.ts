@@ -497,6 +497,7 @@ export async function decideCard(input: DecisionInput, engine: CardEngine = ENGI
       ? undefined
       : input.liveConfigMap?.data?.[DATA_KEYS.card],
     nextCard: files.card,
+    nextVersion: validation.card.version,
     policy: spec.changes?.breaking,
     accept: resource.metadata.annotations?.[ACCEPT_BREAKING_ANNOTATION],
   });

@@ -24,6 +24,11 @@ const text = (card: Record<string, unknown>) => serializeCard(card);
 const base = { name: 'weather', namespace: 'agents' };
 
 describe('decideChange', () => {
+  it('a first publish takes its version from nextVersion, without reading nextCard', () => {
+    const verdict = decideChange({ ...base, nextCard: '{"not":"a card"}', nextVersion: '3.1.0' });
+    expect(verdict).toMatchObject({ action: 'publish', change: { version: '3.1.0', breaking: [] } });
+  });
+
   it('nothing recorded and nothing served: published, no class (the first publish)', () => {
     const verdict = decideChange({ ...base, nextCard: text(twoSkills()) });
     expect(verdict).toEqual({
