@@ -10,18 +10,27 @@
  * 20 s run gave 2/3 of the CPU the 60 s run measured). Only this process is measured; the peers
  * run in child processes. Writes the `## Probes` section of docs/BENCHMARKS.md.
  *
+ * First, the floor of one probe's CPU, side by side: PROBE_BENCH_FLOOR_PROBES (default 4,000)
+ * JSON-RPC probes of one peer, 16 in flight, by probeInterface in this process and by a Go
+ * program on net/http doing the same exchange (bench/go-probe: fresh connection, POST, answer
+ * parsed as JSON), each measuring its own process's CPU; two rounds each, taking turns.
+ *
  *   node bench/probe.bench.ts            (env: PROBE_BENCH_INTERFACES, PROBE_BENCH_INTERVAL_S,
- *                                         PROBE_BENCH_PEERS)
+ *                                         PROBE_BENCH_PEERS, PROBE_BENCH_FLOOR_PROBES)
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFile, fork, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import { replaceSection } from './report.ts';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { A2APeers } from '../test/support/a2a-peers.ts';
+import { goProgram } from '../test/support/go-tools.ts';
 
 type PeerUrls = Pick<A2APeers, 'jsonrpc' | 'rest' | 'grpc'>;
+/** Probes in flight in the floor comparison. */
+const FLOOR_IN_FLIGHT = 16;
 
 if (process.argv.includes('--peer')) {
   // Child: serve one set of peers until the parent goes away.
@@ -70,6 +79,8 @@ async function main(): Promise<void> {
         }),
     ),
   );
+
+  const floor = await probeFloor(peerUrls[0]!.jsonrpc);
 
   const resolver = async () => [{ address: '127.0.0.1', family: 4 }];
   const withHost = (url: string, host: string) => url.replace('127.0.0.1', host);
@@ -182,9 +193,76 @@ ${
 | API writes in the window once stable | ${writes} (${((writes / wallMs) * 60_000).toFixed(1)}/min; verdict or reason changes only) |
 | lastProbeTime refresh writes | none by default; with \`--probe-status-refresh 10m\`, 1 per AgentCard per 10 min = ${(CARDS / 10).toFixed(0)}/min for ${CARDS.toLocaleString('en')} cards |
 | in flight at the end | ${stats.active} active, ${stats.waiting} waiting |
+
+One probe's CPU against its floor (${floor.probes.toLocaleString('en')} JSON-RPC probes of one peer, ${FLOOR_IN_FLIGHT} in flight, a fresh connection each; each side measures its own process, two rounds each taking turns, the better round of each):
+
+| prober | CPU per probe | vs the floor |
+| --- | --- | --- |
+| probeInterface (Node.js, undici) | ${floor.oursMs.toFixed(3)} ms | ${(floor.oursMs / floor.goMs).toFixed(2)}x |
+| floor: Go net/http, same exchange (bench/go-probe) | ${floor.goMs.toFixed(3)} ms | 1.00x |
 `;
   replaceSection('probe', section);
   process.stdout.write(section);
+}
+
+/**
+ * CPU per JSON-RPC probe of `url`: probeInterface in this process vs the Go floor
+ * (bench/go-probe), the same number of probes with the same number in flight, taking turns.
+ */
+async function probeFloor(url: string): Promise<{ probes: number; oursMs: number; goMs: number }> {
+  const { createAddressPolicy } = await import('../operator/probe/policy.ts');
+  const { probeInterface } = await import('../operator/probe/probe.ts');
+  const probes = Number(process.env.PROBE_BENCH_FLOOR_PROBES ?? 4000);
+  const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
+  const target = { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+  const go = await goProgram({
+    sourceDir: fileURLToPath(new URL('go-probe', import.meta.url)),
+    sources: ['go.mod', 'main.go'],
+    cacheName: 'go-probe',
+    binName: 'go-probe',
+  });
+  const ours = async () => {
+    let next = 0;
+    let failed = 0;
+    const cpu0 = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: FLOOR_IN_FLIGHT }, async () => {
+        while (next++ < probes) {
+          const r = await probeInterface(target, { timeoutMs: 5000, policy });
+          if (!r.reachable) failed++;
+        }
+      }),
+    );
+    const cpu = process.cpuUsage(cpu0);
+    if (failed) throw new Error(`probe floor: ${failed} of our probes failed`);
+    return (cpu.user + cpu.system) / 1000 / probes;
+  };
+  const theirs = async () => {
+    const { stdout } = await promisify(execFile)(go, [
+      `-url=${url}`,
+      `-n=${probes}`,
+      `-c=${FLOOR_IN_FLIGHT}`,
+    ]);
+    const r = JSON.parse(stdout) as {
+      probes: number;
+      errors: number;
+      cpuSeconds: number;
+      firstError?: string;
+    };
+    if (r.errors) throw new Error(`probe floor: ${r.errors} Go probes failed (${r.firstError})`);
+    return (r.cpuSeconds * 1000) / r.probes;
+  };
+  await ours(); // warm-up: JIT and the peer
+  const oursMs: number[] = [];
+  const goMs: number[] = [];
+  for (let round = 0; round < 2; round++) {
+    oursMs.push(await ours());
+    goMs.push(await theirs());
+  }
+  process.stderr.write(
+    `probe floor: ours ${oursMs.map((x) => x.toFixed(3)).join(', ')} ms, Go ${goMs.map((x) => x.toFixed(3)).join(', ')} ms per probe\n`,
+  );
+  return { probes, oursMs: Math.min(...oursMs), goMs: Math.min(...goMs) };
 }
 
 function sleep(ms: number): Promise<void> {

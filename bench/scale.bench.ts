@@ -26,6 +26,9 @@
  *
  * Run: `node bench/scale.bench.ts [--cards 1000,3000,10000] [--runs 1] [--steady-seconds 300]
  * [--spec-changes 50] [--no-probes] [--before <checkout>]` (Node.js 24, e.g. through npx).
+ * `--probes-only` runs only the probes part at the largest size (the cards are published by an
+ * operator with probes off first, no floor) and writes only the `## Controller scale, probes on`
+ * section; `--cpu-prof <dir>` profiles every operator run and `--heap-snapshot <dir>` the probes-on one.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -80,6 +83,9 @@ const { values } = parseArgs({
     probes: { type: 'boolean', default: true },
     peer: { type: 'string' },
     'heap-snapshot': { type: 'string' },
+    /** Only the probes part at the largest size: publish the cards, then probes on (no floor). */
+    'probes-only': { type: 'boolean', default: false },
+    /** Writes a V8 CPU profile of each operator run into this directory (at its exit). */
     'cpu-prof': { type: 'string' },
     before: { type: 'string' },
   },
@@ -665,6 +671,8 @@ interface ProbePhase {
   measuredSeconds: number;
   cpuCores: number;
   peakMiB: number;
+  /** When the peak RSS was reached (seconds after the start, and the phase). */
+  peakWhen: string;
   rssMiB: number;
   heapMiB: number;
   probesPerSecond: number;
@@ -682,6 +690,19 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
   if (snapshotDir) mkdirSync(snapshotDir, { recursive: true });
   const op = await startOperator(namespace, true, snapshotDir);
   const guard = setTimeout(() => op.child.kill('SIGKILL'), (STEADY_S + 30 * 60) * 1000);
+  // When the peak RSS was reached: VmHWM read every second, its last rise and the phase it fell in.
+  let phase = 'start'; // until the operator logs that its caches synced
+  let peakAt = { seconds: 0, phase, mib: 0 };
+  const peakWatch = setInterval(() => {
+    try {
+      const { peakMiB } = processUsage(op.child.pid!);
+      if (phase === 'start' && op.syncedAt) phase = 'caches synced, first rounds';
+      if (peakMiB > peakAt.mib)
+        peakAt = { seconds: (performance.now() - op.started) / 1000, phase, mib: peakMiB };
+    } catch {
+      // The process has gone.
+    }
+  }, 1_000);
   try {
     // First rounds spread over [0.5, 1.5] x the interval; each card's status changes once (its
     // interfaces get their first verdict). The steady window starts when the watch has seen that
@@ -699,6 +720,7 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     );
     // The operator runs with its defaults: no lastProbeTime refresh (--probe-status-refresh 0),
     // so a healthy fleet's steady state has nothing to write.
+    phase = 'steady window';
     const beforeWrites = await writeCounters(kc);
     const cpu0 = processUsage(op.child.pid!).cpuSeconds;
     const probes0 = (await operatorMetrics(op))('agentcard_probes_total');
@@ -712,6 +734,9 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
       await heapSnapshot(op, snapshotDir).catch((err: unknown) => log(`heap snapshot: ${String(err)}`));
     const steadyWrites = Object.fromEntries(
       Object.keys(afterWrites).map((k) => [k, afterWrites[k]! - beforeWrites[k]!]),
+    );
+    log(
+      `probes: peak RSS ${peakAt.mib.toFixed(0)} MiB reached ${peakAt.seconds.toFixed(0)} s after the start (${peakAt.phase})`,
     );
     log(
       `probes: steady ${measuredSeconds.toFixed(0)} s, CPU ${((usage.cpuSeconds - cpu0) / measuredSeconds).toFixed(3)} core, ` +
@@ -750,6 +775,7 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
       measuredSeconds,
       cpuCores: (usage.cpuSeconds - cpu0) / measuredSeconds,
       peakMiB: usage.peakMiB,
+      peakWhen: `${peakAt.seconds.toFixed(0)} s after the start, ${peakAt.phase}`,
       rssMiB: usage.rssMiB,
       heapMiB: metric('nodejs_heap_size_used_bytes') / 2 ** 20,
       probesPerSecond: (metric('agentcard_probes_total') - probes0) / measuredSeconds,
@@ -758,6 +784,7 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     };
   } finally {
     clearTimeout(guard);
+    clearInterval(peakWatch);
     await watcher.stop();
     await stopOperator(op);
   }
@@ -838,6 +865,20 @@ async function main(): Promise<void> {
       log('results written to docs/BENCHMARKS.md');
       return;
     }
+    if (values['probes-only']) {
+      const n = SIZES.at(-1)!;
+      const namespace = `bench-scale-${randomBytes(3).toString('hex')}`;
+      namespaces.push(namespace);
+      log(
+        `probes only, ${n} cards: creating ${n} AgentCards in ${namespace}, publishing them with probes off`,
+      );
+      await prepareNamespace(kc, namespace, n);
+      const published = await runOperator(kc, namespace, n);
+      log(`probes only: published in ${published.seconds.toFixed(1)} s; probes on`);
+      reportProbes(await probePhase(kc, namespace, n));
+      log('results written to docs/BENCHMARKS.md');
+      return;
+    }
     const bySize: RunResult[][] = [];
     let probes: ProbePhase | undefined;
     for (const [s, n] of SIZES.entries()) {
@@ -852,6 +893,7 @@ async function main(): Promise<void> {
       bySize.push(runs);
     }
     report(bySize, probes);
+    if (probes) reportProbes(probes);
     log('results written to docs/BENCHMARKS.md and docs/scale.svg');
   } finally {
     children.forEach((c) => c.connected && c.disconnect());
@@ -997,6 +1039,57 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
           : ''),
       '',
       NOTES,
+    ].join('\n'),
+  );
+}
+
+/** The `## Controller scale, probes on` section: the probes part's goals at the largest size. */
+function reportProbes(probes: ProbePhase): void {
+  const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
+  const steady = probes.steadyWrites.configmaps! + probes.steadyWrites.status!;
+  const msPerProbe = (probes.cpuCores / probes.probesPerSecond) * 1000;
+  writeSection(
+    'controller-scale-probes',
+    'Controller scale, probes on',
+    [
+      `\`nice -n 5 node bench/scale.bench.ts --probes-only --cards ${probes.cards} --steady-seconds ${STEADY_S} ` +
+        `--spec-changes ${SPEC_CHANGES}\` (or the last size of a full run). ${probes.cards} AgentCards (3 interfaces ` +
+        'each: JSON-RPC, HTTP+JSON, gRPC) are published by an operator with probes off, then a real `agentcard ' +
+        'operator` process (no leader election, no memory limit) starts on them with probes on: every interface ' +
+        `points at real @a2a-js/sdk peers (on ${PEER_HOSTS.length} loopback addresses in ${PEER_PROCESSES} processes), ` +
+        `probed every ${PROBE_INTERVAL_S} s. After ${probes.warmupSeconds.toFixed(0)} s of first rounds (every ` +
+        `interface has a verdict, the writes are quiet) a steady window of ${probes.measuredSeconds.toFixed(0)} s is ` +
+        `measured, then ${probes.specChange.n} spec changes one at a time. Peak RSS is the process's VmHWM over its ` +
+        'whole life (the list at start included); CPU is utime + stime over the steady window. The floor of one ' +
+        "probe's CPU is the Go client of the `## Probes` section.",
+      '',
+      table(
+        ['measure', 'result', 'goal'],
+        [
+          [
+            `operator peak RSS with probes on (${probes.interfaces} interfaces at ${PROBE_INTERVAL_S} s)`,
+            `${probes.peakMiB.toFixed(0)} MiB (${probes.peakWhen})`,
+            `<= 256 MiB: ${verdict(probes.peakMiB <= 256)}`,
+          ],
+          [
+            `operator CPU with probes on (steady window, ${probes.probesPerSecond.toFixed(0)} probes/s)`,
+            `${probes.cpuCores.toFixed(3)} core (${msPerProbe.toFixed(2)} ms per probe)`,
+            `<= 0.3 core: ${verdict(probes.cpuCores <= 0.3)}`,
+          ],
+          [
+            `API writes in steady state (${probes.measuredSeconds.toFixed(0)} s with probes on)`,
+            `${steady} (ConfigMaps ${probes.steadyWrites.configmaps}, status ${probes.steadyWrites.status}, Events ${probes.steadyWrites.events})`,
+            `0: ${verdict(steady === 0)}`,
+          ],
+          [
+            `spec change to new card published, while ${probes.cards} cards are steady (${probes.specChange.n} changes)`,
+            `p50 ${probes.specChange.p50.toFixed(2)} s, p99 ${probes.specChange.p99.toFixed(2)} s`,
+            `p99 <= 2 s: ${verdict(probes.specChange.p99 <= 2)}`,
+          ],
+        ],
+      ),
+      '',
+      `At the end of the steady window: heap in use ${probes.heapMiB.toFixed(0)} MiB, RSS ${probes.rssMiB.toFixed(0)} MiB.`,
     ].join('\n'),
   );
 }

@@ -1,0 +1,3 @@
+module agentcard.dev/bench/go-probe
+
+go 1.24
