@@ -99,7 +99,11 @@ export interface LeaseStore {
    * Optional: calls `onRecord` with the Lease each time the API server reports a change of it
    * (a watch; undefined once it is deleted) until `signal` aborts.
    */
-  watch?(onRecord: (record: LeaseRecord | undefined) => void, signal: AbortSignal, log: Logger): void;
+  watch?(
+    onRecord: (record: LeaseRecord | undefined, resourceVersion?: string) => void,
+    signal: AbortSignal,
+    log: Logger,
+  ): void;
   read(signal?: AbortSignal): Promise<{ record: LeaseRecord; resourceVersion: string } | undefined>;
   create(record: LeaseRecord, signal?: AbortSignal): Promise<{ resourceVersion: string }>;
   write(
@@ -142,7 +146,14 @@ export class LeaderElector {
   private readonly timing: LeaderElectionTiming;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private observed: { record: LeaseRecord | undefined; at: number } = { record: undefined, at: 0 };
+  /**
+   * The last record seen, its resourceVersion (every write changes it, even one within the same
+   * millisecond as the last) and when (clock ms) this process first saw it.
+   */
+  private observed: { record: LeaseRecord | undefined; resourceVersion?: string; at: number } = {
+    record: undefined,
+    at: 0,
+  };
   /** Whether `observed` holds a real sighting (a read or a watch event), not the initial blank. */
   private seen = false;
   /** When (clock ms) the last round started. */
@@ -191,7 +202,7 @@ export class LeaderElector {
     // The watch runs only while standing by: a leader learns of another holder by its renewals.
     const standing = new AbortController();
     this.store.watch?.(
-      (record) => this.observe(record),
+      (record, resourceVersion) => this.observe(record, resourceVersion),
       AbortSignal.any([signal, standing.signal]),
       this.log,
     );
@@ -243,16 +254,24 @@ export class LeaderElector {
       const at = Math.min(pollAt, this.dueAt() ?? Infinity);
       const now = this.clock.now();
       if (at <= now) return;
+      // One listener on the long-lived `signal`, removed after each wait (not a combined signal
+      // per wait, which a standby of weeks would make hundreds of thousands of).
       const woken = new AbortController();
-      this.wake = () => woken.abort();
-      await this.clock.sleep(at - now, AbortSignal.any([signal, woken.signal]));
+      const wake = () => woken.abort();
+      signal.addEventListener('abort', wake, { once: true });
+      this.wake = wake;
+      try {
+        await this.clock.sleep(at - now, woken.signal);
+      } finally {
+        signal.removeEventListener('abort', wake);
+      }
     }
   }
 
   /** A watch event: a change of the record is a new sighting, dated now on this clock. */
-  private observe(record: LeaseRecord | undefined): void {
-    if (this.seen && sameRecord(record, this.observed.record)) return;
-    this.observed = { record, at: this.clock.now() };
+  private observe(record: LeaseRecord | undefined, resourceVersion: string | undefined): void {
+    if (this.seen && this.sameAsObserved(record, resourceVersion)) return;
+    this.observed = { record, resourceVersion, at: this.clock.now() };
     this.seen = true;
     this.wake?.();
   }
@@ -338,8 +357,8 @@ export class LeaderElector {
         this.remember(record, resourceVersion, now);
         return true;
       }
-      if (!this.seen || !sameRecord(found.record, this.observed.record)) {
-        this.observed = { record: found.record, at: now };
+      if (!this.seen || !this.sameAsObserved(found.record, found.resourceVersion)) {
+        this.observed = { record: found.record, resourceVersion: found.resourceVersion, at: now };
         this.seen = true;
       }
       const decision = decide(
@@ -374,8 +393,12 @@ export class LeaderElector {
   private remember(record: LeaseRecord, resourceVersion: string, now: number): void {
     this.lastFailure = undefined;
     this.current = { record, resourceVersion };
-    this.observed = { record, at: now };
+    this.observed = { record, resourceVersion, at: now };
     this.seen = true;
+  }
+
+  private sameAsObserved(record: LeaseRecord | undefined, resourceVersion: string | undefined): boolean {
+    return sameRecord(record, this.observed.record) && resourceVersion === this.observed.resourceVersion;
   }
 }
 

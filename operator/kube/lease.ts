@@ -64,8 +64,8 @@ export function kubeLeaseStore(
         fieldSelector: `metadata.name=${name}`,
         log,
       });
-      informer.on('add', (lease) => onRecord(toRecord(lease)));
-      informer.on('update', (lease) => onRecord(toRecord(lease)));
+      informer.on('add', (lease) => onRecord(toRecord(lease), lease.metadata?.resourceVersion));
+      informer.on('update', (lease) => onRecord(toRecord(lease), lease.metadata?.resourceVersion));
       informer.on('delete', () => onRecord(undefined));
       signal.addEventListener('abort', () => void informer.stop(), { once: true });
       void informer.start();

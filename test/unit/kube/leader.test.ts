@@ -117,9 +117,12 @@ class MemoryLease implements LeaseStore {
 
 /** MemoryLease with a watch: every change is reported to the watchers right after the write. */
 class WatchedMemoryLease extends MemoryLease {
-  private watchers = new Set<(record: LeaseRecord | undefined) => void>();
+  private watchers = new Set<(record: LeaseRecord | undefined, resourceVersion?: string) => void>();
 
-  watch(onRecord: (record: LeaseRecord | undefined) => void, signal: AbortSignal): void {
+  watch(
+    onRecord: (record: LeaseRecord | undefined, resourceVersion?: string) => void,
+    signal: AbortSignal,
+  ): void {
     this.watchers.add(onRecord);
     signal.addEventListener('abort', () => this.watchers.delete(onRecord), { once: true });
   }
@@ -134,7 +137,7 @@ class WatchedMemoryLease extends MemoryLease {
     return answer;
   }
   private report(): void {
-    for (const w of this.watchers) w(this.record ? { ...this.record } : undefined);
+    for (const w of this.watchers) w(this.record ? { ...this.record } : undefined, String(this.version));
   }
 }
 
