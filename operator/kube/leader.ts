@@ -8,6 +8,21 @@
  * - on shutdown the leader releases the Lease (holderIdentity "", leaseDurationSeconds 1) so a
  *   standby takes over without waiting for expiry.
  * Writes use the Lease's resourceVersion, so two candidates can never both win the same round.
+ *
+ * One departure in timing, none in safety: client-go's standby learns of a renewal only by reading
+ * the Lease every retryPeriod, so it sees a renewal up to a retry period late and tries again up to
+ * a retry period after the expiry, and takes over anywhere from leaseDuration - retryPeriod to
+ * leaseDuration + 2 retryPeriods (plus jitter) after the leader died. A standby here also WATCHES
+ * the Lease (LeaseStore.watch): it notes, on its own clock, when it saw each change of the record,
+ * and runs its round with a timer at exactly that moment + leaseDuration (+ EXPIRY_MARGIN_MS), or
+ * at once when it sees the Lease released or deleted. The retry-period read stays as the floor
+ * (a watch that delivers nothing leaves the client-go behaviour). Why this is as safe as
+ * client-go: a watch event, like a read, arrives after the write it reports, and the leader counts
+ * its renew deadline from before that write (renewedAt is the round's start), so a leader that
+ * cannot renew stops at renewedAt + renewDeadline (10 s), earlier than any standby's
+ * observed + leaseDuration (15 s); the other process's renewTime is still never trusted, and the
+ * take-over is still one read and one write with the read's resourceVersion. An event that arrives
+ * late (a lagging or resumed watch) only moves the observation later, never earlier.
  */
 import { boundedSignal, systemClock, type Clock } from './clock.ts';
 import { describeApiError, isConflict } from './errors.ts';
@@ -80,6 +95,15 @@ export function sameRecord(a: LeaseRecord | undefined, b: LeaseRecord | undefine
  * at once (a hung connection must not outlast the renew deadline).
  */
 export interface LeaseStore {
+  /**
+   * Optional: calls `onRecord` with the Lease each time the API server reports a change of it
+   * (a watch; undefined once it is deleted) until `signal` aborts.
+   */
+  watch?(
+    onRecord: (record: LeaseRecord | undefined, resourceVersion?: string) => void,
+    signal: AbortSignal,
+    log: Logger,
+  ): void;
   read(signal?: AbortSignal): Promise<{ record: LeaseRecord; resourceVersion: string } | undefined>;
   create(record: LeaseRecord, signal?: AbortSignal): Promise<{ resourceVersion: string }>;
   write(
@@ -101,6 +125,13 @@ export const DEFAULT_TIMING: LeaderElectionTiming = {
   retryPeriodMs: 2_000,
 };
 
+/**
+ * How long after the computed expiry a standby's timer fires: a timer that fires a millisecond
+ * early would find the Lease not yet expired and, with nothing new to see, wait for the next
+ * retry-period read. Not a safety margin: that is leaseDuration - renewDeadline.
+ */
+export const EXPIRY_MARGIN_MS = 50;
+
 /** How long stepping down may take before the process gives up and lets the Lease expire. */
 export const RELEASE_TIMEOUT_MS = 2_000;
 
@@ -115,7 +146,20 @@ export class LeaderElector {
   private readonly timing: LeaderElectionTiming;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private observed: { record: LeaseRecord | undefined; at: number } = { record: undefined, at: 0 };
+  /**
+   * The last record seen, its resourceVersion (every write changes it, even one within the same
+   * millisecond as the last) and when (clock ms) this process first saw it.
+   */
+  private observed: { record: LeaseRecord | undefined; resourceVersion?: string; at: number } = {
+    record: undefined,
+    at: 0,
+  };
+  /** Whether `observed` holds a real sighting (a read or a watch event), not the initial blank. */
+  private seen = false;
+  /** When (clock ms) the last round started. */
+  private lastRoundAt = -Infinity;
+  /** Ends the standby's current wait early (a watch event). */
+  private wake: (() => void) | undefined;
   private current: { record: LeaseRecord; resourceVersion: string } | undefined;
   /**
    * When (clock ms) the last successful round started. The record it wrote says renewTime = that
@@ -155,20 +199,81 @@ export class LeaderElector {
    * aborts first.
    */
   async acquire(signal: AbortSignal): Promise<boolean> {
-    let lastHolder: string | undefined;
-    while (!signal.aborted) {
-      if (await this.tryAcquireOrRenew(signal)) {
-        this.leading = true;
-        this.log.info('became leader', { identity: this.identity });
-        return true;
+    // The watch runs only while standing by: a leader learns of another holder by its renewals.
+    const standing = new AbortController();
+    this.store.watch?.(
+      (record, resourceVersion) => this.observe(record, resourceVersion),
+      AbortSignal.any([signal, standing.signal]),
+      this.log,
+    );
+    try {
+      let lastHolder: string | undefined;
+      while (!signal.aborted) {
+        if (await this.tryAcquireOrRenew(signal)) {
+          this.leading = true;
+          this.log.info('became leader', { identity: this.identity });
+          return true;
+        }
+        if (this.holder !== lastHolder) {
+          lastHolder = this.holder;
+          this.log.info('waiting for the leader lease', {
+            identity: this.identity,
+            holder: lastHolder ?? '',
+          });
+        }
+        await this.waitForTurn(this.clock.now() + jitter(this.timing.retryPeriodMs), signal);
       }
-      if (this.holder !== lastHolder) {
-        lastHolder = this.holder;
-        this.log.info('waiting for the leader lease', { identity: this.identity, holder: lastHolder ?? '' });
-      }
-      await this.clock.sleep(jitter(this.timing.retryPeriodMs), signal);
+      return false;
+    } finally {
+      standing.abort();
+      this.wake = undefined;
     }
-    return false;
+  }
+
+  /**
+   * When the next round may succeed, from what this standby saw last: at once for a released or
+   * deleted Lease (or its own), else observed + the record's lease duration (+ margin). Undefined
+   * when there is no sighting, or a round already started at or after that moment and failed (a
+   * conflict: someone else wrote, and the watch will show it), so that only a new sighting or
+   * the retry period brings the next round.
+   */
+  private dueAt(): number | undefined {
+    if (!this.seen) return undefined;
+    const { record, at } = this.observed;
+    const holder = record?.holderIdentity ?? '';
+    const due =
+      holder === '' || holder === this.identity
+        ? at
+        : at + (record?.leaseDurationSeconds ?? this.timing.leaseDurationSeconds) * 1000 + EXPIRY_MARGIN_MS;
+    return this.lastRoundAt >= due ? undefined : due;
+  }
+
+  /** Sleeps until `pollAt` (the retry period), the Lease's expiry as observed, or `signal`. */
+  private async waitForTurn(pollAt: number, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const at = Math.min(pollAt, this.dueAt() ?? Infinity);
+      const now = this.clock.now();
+      if (at <= now) return;
+      // One listener on the long-lived `signal`, removed after each wait (not a combined signal
+      // per wait, which a standby of weeks would make hundreds of thousands of).
+      const woken = new AbortController();
+      const wake = () => woken.abort();
+      signal.addEventListener('abort', wake, { once: true });
+      this.wake = wake;
+      try {
+        await this.clock.sleep(at - now, woken.signal);
+      } finally {
+        signal.removeEventListener('abort', wake);
+      }
+    }
+  }
+
+  /** A watch event: a change of the record is a new sighting, dated now on this clock. */
+  private observe(record: LeaseRecord | undefined, resourceVersion: string | undefined): void {
+    if (this.seen && this.sameAsObserved(record, resourceVersion)) return;
+    this.observed = { record, resourceVersion, at: this.clock.now() };
+    this.seen = true;
+    this.wake?.();
   }
 
   /**
@@ -233,6 +338,7 @@ export class LeaderElector {
 
   private async round(outer: AbortSignal | undefined, budgetMs: number): Promise<boolean> {
     const started = this.clock.now();
+    this.lastRoundAt = started;
     const signal = boundedSignal(this.clock, budgetMs, outer);
     const ok = await this.readDecideWrite(started, signal);
     // An answer that arrives after the budget proves nothing about now.
@@ -251,7 +357,10 @@ export class LeaderElector {
         this.remember(record, resourceVersion, now);
         return true;
       }
-      if (!sameRecord(found.record, this.observed.record)) this.observed = { record: found.record, at: now };
+      if (!this.seen || !this.sameAsObserved(found.record, found.resourceVersion)) {
+        this.observed = { record: found.record, resourceVersion: found.resourceVersion, at: now };
+        this.seen = true;
+      }
       const decision = decide(
         found.record,
         this.identity,
@@ -284,7 +393,12 @@ export class LeaderElector {
   private remember(record: LeaseRecord, resourceVersion: string, now: number): void {
     this.lastFailure = undefined;
     this.current = { record, resourceVersion };
-    this.observed = { record, at: now };
+    this.observed = { record, resourceVersion, at: now };
+    this.seen = true;
+  }
+
+  private sameAsObserved(record: LeaseRecord | undefined, resourceVersion: string | undefined): boolean {
+    return sameRecord(record, this.observed.record) && resourceVersion === this.observed.resourceVersion;
   }
 }
 

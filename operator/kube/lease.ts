@@ -3,6 +3,7 @@ import type { V1Lease, V1OwnerReference } from '@kubernetes/client-node';
 import type { LeaseRecord, LeaseStore } from './leader.ts';
 import { createLease, readLease, replaceLease } from './api.ts';
 import type { KubeClient } from './client.ts';
+import { ResilientInformer } from './informer.ts';
 
 function timeText(value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -52,6 +53,23 @@ export function kubeLeaseStore(
   owner?: V1OwnerReference,
 ): LeaseStore {
   return {
+    // A list+watch of this one Lease (a field selector on its name, which RBAC's resourceNames
+    // allows): the standby's sightings of each renewal, as soon as the API server reports them.
+    watch(onRecord, signal, log) {
+      if (signal.aborted) return;
+      const informer = new ResilientInformer<V1Lease>({
+        name: 'leader-lease',
+        client,
+        path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+        fieldSelector: `metadata.name=${name}`,
+        log,
+      });
+      informer.on('add', (lease) => onRecord(toRecord(lease), lease.metadata?.resourceVersion));
+      informer.on('update', (lease) => onRecord(toRecord(lease), lease.metadata?.resourceVersion));
+      informer.on('delete', () => onRecord(undefined));
+      signal.addEventListener('abort', () => void informer.stop(), { once: true });
+      void informer.start();
+    },
     async read(signal) {
       const lease = await readLease(client, namespace, name, signal);
       if (!lease) return undefined;

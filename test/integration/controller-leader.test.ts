@@ -143,6 +143,57 @@ describe('LeaderElector on a real Lease', () => {
     expect(waited).toBeGreaterThanOrEqual(2_900);
     expect(waited).toBeLessThan(6_000);
   });
+  it('a watching standby takes over within leaseDuration + 0.9 s of the last renewal, never while the old leader leads', async () => {
+    // A standby that only read the Lease every retry period (client-go) would see the last renewal
+    // up to 3.6 s late, and its second read after that comes 6 to 7.2 s later, past the 5 s lease:
+    // at least 1 s late. The watch bounds both by the API server's delivery.
+    const timing = { leaseDurationSeconds: 5, renewDeadlineMs: 4_000, retryPeriodMs: 3_000 };
+    const store = kubeLeaseStore(new KubeClient(kc), ns.name, 'watch-test');
+    let partitioned = false;
+    let lastRenewedAt = 0;
+    let renewals = 0;
+    const cut = () => Promise.reject(new Error('partitioned'));
+    // a's view of the API server, which stops answering it (as for a leader whose node is cut off).
+    const aStore: LeaseStore = {
+      read: (signal) => (partitioned ? cut() : store.read(signal)),
+      create: (record, signal) => (partitioned ? cut() : store.create(record, signal)),
+      write: async (record, resourceVersion, signal) => {
+        if (partitioned) return cut();
+        const answer = await store.write(record, resourceVersion, signal);
+        lastRenewedAt = Date.now();
+        renewals++;
+        return answer;
+      },
+    };
+    const a = new LeaderElector(aStore, 'a', quiet, timing);
+    const b = new LeaderElector(store, 'b', quiet, timing);
+    const stop = new AbortController();
+    expect(await a.acquire(stop.signal)).toBe(true);
+    let aLostAt = 0;
+    void a.holdUntilLost(stop.signal).then(() => (aLostAt = Date.now()));
+    let bLeadsAt = 0;
+    const bLeads = b.acquire(stop.signal).then((won) => {
+      bLeadsAt = Date.now();
+      return won;
+    });
+    let both = 0;
+    const sampler = setInterval(() => (both += a.isLeader && b.isLeader ? 1 : 0), 10);
+    try {
+      await waitFor('two renewals by a', async () => renewals >= 2);
+      partitioned = true;
+      expect(await bLeads).toBe(true);
+    } finally {
+      clearInterval(sampler);
+      stop.abort();
+    }
+    const takeoverMs = bLeadsAt - lastRenewedAt;
+    console.info(`watching standby: took the Lease ${takeoverMs} ms after the last renewal`);
+    expect(both).toBe(0);
+    expect(aLostAt).toBeGreaterThan(0);
+    expect(aLostAt).toBeLessThanOrEqual(bLeadsAt);
+    expect(takeoverMs).toBeGreaterThanOrEqual(timing.leaseDurationSeconds * 1000 - 300);
+    expect(takeoverMs).toBeLessThanOrEqual(timing.leaseDurationSeconds * 1000 + 900);
+  });
 });
 
 describe('two operator processes', () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decide,
   DEFAULT_TIMING,
+  EXPIRY_MARGIN_MS,
   LeaderElector,
   microTime,
   nextRecord,
@@ -114,6 +115,32 @@ class MemoryLease implements LeaseStore {
   }
 }
 
+/** MemoryLease with a watch: every change is reported to the watchers right after the write. */
+class WatchedMemoryLease extends MemoryLease {
+  private watchers = new Set<(record: LeaseRecord | undefined, resourceVersion?: string) => void>();
+
+  watch(
+    onRecord: (record: LeaseRecord | undefined, resourceVersion?: string) => void,
+    signal: AbortSignal,
+  ): void {
+    this.watchers.add(onRecord);
+    signal.addEventListener('abort', () => this.watchers.delete(onRecord), { once: true });
+  }
+  override async create(record: LeaseRecord, signal?: AbortSignal) {
+    const answer = await super.create(record, signal);
+    this.report();
+    return answer;
+  }
+  override async write(record: LeaseRecord, resourceVersion: string, signal?: AbortSignal) {
+    const answer = await super.write(record, resourceVersion, signal);
+    this.report();
+    return answer;
+  }
+  private report(): void {
+    for (const w of this.watchers) w(this.record ? { ...this.record } : undefined, String(this.version));
+  }
+}
+
 describe('LeaderElector on a manual clock', () => {
   const quiet = createLogger({}, { write: () => {} });
 
@@ -212,6 +239,84 @@ describe('LeaderElector on a manual clock', () => {
     store.version++;
     await clock.advance(DEFAULT_TIMING.retryPeriodMs);
     expect(held).toEqual({ lost: true });
+    stop.abort();
+  });
+
+  it('a watching standby takes over at exactly its last sighting of a renewal + leaseDuration (+ margin)', async () => {
+    const clock = new ManualClock();
+    const store = new WatchedMemoryLease();
+    const leader = new LeaderElector(store, 'a', quiet, DEFAULT_TIMING, clock);
+    const standby = new LeaderElector(store, 'b', quiet, DEFAULT_TIMING, clock);
+    const stop = new AbortController();
+    const leaderStop = new AbortController();
+    expect(await leader.acquire(stop.signal)).toBe(true);
+    void leader.holdUntilLost(leaderStop.signal);
+    let standbyAt: number | undefined;
+    void standby.acquire(stop.signal).then(() => (standbyAt = clock.now()));
+    // A few renewals; the last one 0.3 s before the leader dies (stops renewing, as on SIGKILL).
+    await clock.advance(DEFAULT_TIMING.retryPeriodMs * 3 + 10);
+    const lastRenew = clock.now() - 10;
+    expect(store.record?.holderIdentity).toBe('a');
+    leaderStop.abort();
+    const expiry = lastRenew + DEFAULT_TIMING.leaseDurationSeconds * 1000 + EXPIRY_MARGIN_MS;
+    await clock.advance(expiry - clock.now() - 1);
+    expect(standbyAt).toBeUndefined(); // nothing before the expiry it observed
+    await clock.advance(1);
+    expect(standbyAt).toBe(expiry);
+    expect(standby.isLeader).toBe(true);
+    expect(store.record?.holderIdentity).toBe('b');
+    stop.abort();
+  });
+
+  it('a watching standby takes a released Lease at once, without waiting for its retry period', async () => {
+    const clock = new ManualClock();
+    const store = new WatchedMemoryLease();
+    const leader = new LeaderElector(store, 'a', quiet, DEFAULT_TIMING, clock);
+    const standby = new LeaderElector(store, 'b', quiet, DEFAULT_TIMING, clock);
+    const stop = new AbortController();
+    expect(await leader.acquire(stop.signal)).toBe(true);
+    let won = false;
+    void standby.acquire(stop.signal).then((r) => (won = r));
+    await clock.advance(100); // the standby read the Lease once and waits
+    expect(won).toBe(false);
+    await leader.release();
+    await settle();
+    expect(won).toBe(true);
+    expect(store.record?.holderIdentity).toBe('b');
+    stop.abort();
+  });
+
+  it('two watching candidates and a leader that dies: one winner, never before the old leader stopped', async () => {
+    const clock = new ManualClock();
+    const store = new WatchedMemoryLease();
+    const leader = new LeaderElector(store, 'a', quiet, DEFAULT_TIMING, clock);
+    const others = [
+      new LeaderElector(store, 'b', quiet, DEFAULT_TIMING, clock),
+      new LeaderElector(store, 'c', quiet, DEFAULT_TIMING, clock),
+    ];
+    const stop = new AbortController();
+    expect(await leader.acquire(stop.signal)).toBe(true);
+    let lostAt: number | undefined;
+    void leader.holdUntilLost(stop.signal).then(() => (lostAt = clock.now()));
+    // A winner holds the Lease as the manager does: renewing until it loses it.
+    for (const o of others)
+      void o.acquire(stop.signal).then(async (won) => {
+        if (won) await o.holdUntilLost(stop.signal);
+      });
+    await clock.advance(DEFAULT_TIMING.retryPeriodMs * 2 + 500);
+    store.hang = true; // the leader's connection hangs: it can neither renew nor be seen renewing
+    let leaders = 0;
+    for (let t = 0; t < 30_000; t += 50) {
+      await clock.advance(50);
+      if (t === 12_000) store.hang = false; // the standbys' calls go through again
+      const now = [leader, ...others].filter((e) => e.isLeader).length;
+      expect(now).toBeLessThanOrEqual(1);
+      leaders = Math.max(leaders, others.filter((e) => e.isLeader).length);
+    }
+    expect(lostAt).toBeDefined();
+    expect(leaders).toBe(1);
+    expect(store.record?.leaseTransitions).toBe(1); // one take-over, then renewals
+    expect(others.filter((e) => e.isLeader)).toHaveLength(1);
     stop.abort();
   });
 });
