@@ -13,11 +13,16 @@
  *
  * `updatedAt` is carried over from the previously published entry while the entry is the same,
  * and set to `now` when it appears or changes: a steady catalog keeps its bytes.
+ *
+ * A build may start from the memo of the previous one (BuildMemo): unchanged entries keep their
+ * rendered pieces, and the partition layout is decided from the pieces' sizes without rendering,
+ * so only the partitions whose entries changed are rendered again. It gives the same documents as
+ * a build without a memo.
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../card/jcs.ts';
 import { AI_CATALOG_MEDIA_TYPE, type AiCatalog, type CatalogEntry } from './document.ts';
-import type { AgentFacts, BuiltEntry } from './entries.ts';
+import type { BuiltEntry } from './entries.ts';
 import { agentItem, pageFrameBytes, renderPageItems, type NestedLink } from './page.ts';
 import type { CatalogHostInfo, CatalogInclude } from './resource.ts';
 
