@@ -13,12 +13,17 @@
  *
  * `updatedAt` is carried over from the previously published entry while the entry is the same,
  * and set to `now` when it appears or changes: a steady catalog keeps its bytes.
+ *
+ * A build may start from the memo of the previous one (BuildMemo): unchanged entries keep their
+ * rendered pieces, and the partition layout is decided from the pieces' sizes without rendering,
+ * so only the partitions whose entries changed are rendered again. It gives the same documents as
+ * a build without a memo.
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../card/jcs.ts';
 import { AI_CATALOG_MEDIA_TYPE, type AiCatalog, type CatalogEntry } from './document.ts';
-import type { AgentFacts, BuiltEntry } from './entries.ts';
-import { renderPage, type NestedLink } from './page.ts';
+import type { BuiltEntry } from './entries.ts';
+import { agentItem, pageFrameBytes, renderPageItems, type NestedLink } from './page.ts';
 import type { CatalogHostInfo, CatalogInclude } from './resource.ts';
 
 export const SPEC_VERSION = '1.0';
@@ -49,6 +54,9 @@ export interface PreviousEntry {
   updatedAt: string;
 }
 
+/** The previously published entries by identifier (previousEntries, or memoPrevious). */
+export type PreviousLookup = Pick<ReadonlyMap<string, PreviousEntry>, 'get'>;
+
 export interface BuildInput {
   /** Identifier of the catalog itself (partitions append `.p<N>` to its last segment). */
   identifier: string;
@@ -57,7 +65,7 @@ export interface BuildInput {
   entries: readonly BuiltEntry[];
   include: readonly CatalogInclude[];
   /** Entries of the previously published documents, by identifier. */
-  previous: ReadonlyMap<string, PreviousEntry>;
+  previous: PreviousLookup;
   /** RFC 3339 (whole seconds) */
   now: string;
   signed: boolean;
@@ -72,7 +80,15 @@ export interface BuiltDocument {
 }
 
 export type BuildResult =
-  | { ok: true; root: BuiltDocument; parts: BuiltDocument[]; entries: number; nested: number }
+  | {
+      ok: true;
+      root: BuiltDocument;
+      parts: BuiltDocument[];
+      entries: number;
+      nested: number;
+      /** For the next build (an incremental one), once these documents are published. */
+      memo: BuildMemo;
+    }
   | { ok: false; error: string };
 
 /** The entry without updatedAt, as canonical text (what "the entry changed" compares). */
@@ -107,16 +123,6 @@ export function previousEntries(documents: Iterable<string | undefined>): Map<st
   return out;
 }
 
-function stamped(
-  entry: CatalogEntry,
-  previous: ReadonlyMap<string, PreviousEntry>,
-  now: string,
-): CatalogEntry {
-  const prev = previous.get(entry.identifier);
-  const updatedAt = prev && prev.fingerprint === entryFingerprint(entry) ? prev.updatedAt : now;
-  return { ...entry, updatedAt };
-}
-
 function includeEntry(inc: CatalogInclude): CatalogEntry {
   return {
     identifier: inc.identifier ?? inc.url,
@@ -135,100 +141,232 @@ function includeLink(inc: CatalogInclude): NestedLink {
   };
 }
 
-const bucketOf = (identifier: string, count: number): number =>
-  createHash('sha256').update(identifier).digest().readUInt32BE(0) % count;
+/**
+ * What a build keeps of one entry, reused by the next build while the entry stays the same: the
+ * entry as published (updatedAt stamped), its item of the page, their sizes and its bucket hash.
+ */
+interface EntryPiece {
+  /** The built entry it was made from (the same object next time: nothing to compare). */
+  source: BuiltEntry;
+  /** entryFingerprint of the entry. */
+  fingerprint: string;
+  entry: CatalogEntry;
+  item: string;
+  /** UTF-8 bytes of JSON.stringify(entry), and of item. */
+  jsonBytes: number;
+  itemBytes: number;
+  hash: number;
+}
 
-function document(
-  input: BuildInput,
-  entries: CatalogEntry[],
-  facts: AgentFacts[],
-  nested: NestedLink[],
-  page: { catalogUrl: string; subtitle?: string; title: string },
-): BuiltDocument {
-  const catalog: AiCatalog = {
-    specVersion: SPEC_VERSION,
-    ...(input.host ? { host: input.host } : {}),
-    entries,
-  };
+/**
+ * What one build hands to the next (an incremental build): its entries' pieces and its
+ * partitions. A memo is only valid for the published state it produced; the caller drops it
+ * when the published documents are not those (plan.ts), and buildCatalog ignores it when the
+ * catalog's other inputs (identifier, title, host, include, signed, limits) changed.
+ */
+export interface BuildMemo {
+  readonly context: string;
+  readonly pieces: ReadonlyMap<string, EntryPiece>;
+  /** Partition i of the last build: its members, in order, and its document. */
+  readonly parts: ReadonlyArray<{ count: number; members: readonly EntryPiece[]; doc: BuiltDocument }>;
+}
+
+/** The previously published entries as a memo knows them (what previousEntries would read). */
+export function memoPrevious(memo: BuildMemo): PreviousLookup {
   return {
-    catalog,
-    page: renderPage({
-      title: page.title,
-      catalogUrl: page.catalogUrl,
-      agents: facts,
-      nested,
-      signed: input.signed,
-      subtitle: page.subtitle,
-    }),
+    get: (identifier) => {
+      const piece = memo.pieces.get(identifier);
+      return piece && { fingerprint: piece.fingerprint, updatedAt: piece.entry.updatedAt! };
+    },
   };
 }
 
-const size = (doc: BuiltDocument) =>
-  Buffer.byteLength(JSON.stringify(doc.catalog), 'utf8') + Buffer.byteLength(doc.page, 'utf8') + 1024; // + signature
+const hashOf = (identifier: string): number =>
+  createHash('sha256').update(identifier).digest().readUInt32BE(0);
 
-export function buildCatalog(input: BuildInput): BuildResult {
+function pieceOf(
+  built: BuiltEntry,
+  old: EntryPiece | undefined,
+  previous: PreviousLookup,
+  now: string,
+): EntryPiece {
+  if (old?.source === built) return old;
+  const fingerprint = entryFingerprint(built.entry);
+  const item = agentItem(built.facts);
+  if (old && old.fingerprint === fingerprint && old.item === item) {
+    old.source = built;
+    return old;
+  }
+  const prev = previous.get(built.entry.identifier);
+  const updatedAt = prev && prev.fingerprint === fingerprint ? prev.updatedAt : now;
+  const entry = { ...built.entry, updatedAt };
+  return {
+    source: built,
+    fingerprint,
+    entry,
+    item,
+    jsonBytes: Buffer.byteLength(JSON.stringify(entry), 'utf8'),
+    itemBytes: Buffer.byteLength(item, 'utf8'),
+    hash: old?.hash ?? hashOf(built.entry.identifier),
+  };
+}
+
+interface DocumentShape {
+  pieces: readonly EntryPiece[];
+  /** Entries after the agents (partitions, spec.include). */
+  extra: readonly CatalogEntry[];
+  nested: readonly NestedLink[];
+  page: { catalogUrl: string; subtitle?: string; title: string };
+}
+
+const frameOf = (input: BuildInput, shape: DocumentShape) => ({
+  ...shape.page,
+  agentCount: shape.pieces.length,
+  nested: shape.nested,
+  signed: input.signed,
+});
+
+const catalogOf = (input: BuildInput, entries: CatalogEntry[]): AiCatalog => ({
+  specVersion: SPEC_VERSION,
+  ...(input.host ? { host: input.host } : {}),
+  entries,
+});
+
+/**
+ * The size a document would have, from its pieces' sizes, without rendering it: the catalog
+ * JSON (JSON.stringify), the page, and 1 KiB for a signature. The same number as measuring the
+ * rendered document, which is what keeps an incremental build's partitioning the same as a
+ * full build's.
+ */
+function sizeOf(input: BuildInput, shape: DocumentShape): number {
+  let bytes = Buffer.byteLength(JSON.stringify(catalogOf(input, [...shape.extra])), 'utf8');
+  if (shape.extra.length && shape.pieces.length) bytes += 1; // the comma between the two lists
+  for (const p of shape.pieces) bytes += p.jsonBytes + 1;
+  if (shape.pieces.length) bytes -= 1; // n entries have n - 1 commas
+  bytes += pageFrameBytes(frameOf(input, shape));
+  for (const p of shape.pieces) bytes += p.itemBytes;
+  return bytes + 1024;
+}
+
+function render(input: BuildInput, shape: DocumentShape): BuiltDocument {
+  return {
+    catalog: catalogOf(input, [...shape.pieces.map((p) => p.entry), ...shape.extra]),
+    page: renderPageItems(
+      frameOf(input, shape),
+      shape.pieces.map((p) => p.item),
+    ),
+  };
+}
+
+const sameMembers = (a: readonly EntryPiece[], b: readonly EntryPiece[]) =>
+  a.length === b.length && a.every((p, i) => p === b[i]);
+
+/**
+ * Builds the catalog. With the memo of the build that produced what is published now, only what
+ * changed is rendered again: an entry whose built entry and page facts are the same keeps its
+ * piece, and a partition whose members are the same pieces keeps its document (the same object,
+ * which plan.ts uses to keep its published text without serializing or verifying it again).
+ * The result is the same with or without a memo (test/unit/catalog/build-incremental.test.ts).
+ */
+export function buildCatalog(input: BuildInput, memo?: BuildMemo): BuildResult {
   const budget = input.budgetBytes ?? PARTITION_BUDGET_BYTES;
   const maxParts = input.maxPartitions ?? MAX_PARTITIONS;
+  const context = JSON.stringify([
+    input.identifier,
+    input.title,
+    input.host ?? null,
+    input.include,
+    input.signed,
+    budget,
+    maxParts,
+  ]);
+  const reuse = memo?.context === context ? memo : undefined;
   const sorted = [...input.entries].sort((a, b) =>
     a.entry.identifier < b.entry.identifier ? -1 : a.entry.identifier > b.entry.identifier ? 1 : 0,
   );
-  const entries = sorted.map((b) => stamped(b.entry, input.previous, input.now));
-  const facts = sorted.map((b) => b.facts);
+  const pieces = sorted.map((b) =>
+    pieceOf(b, reuse?.pieces.get(b.entry.identifier), input.previous, input.now),
+  );
+  const nextPieces = new Map(pieces.map((p) => [p.entry.identifier, p]));
   const includes = input.include.map(includeEntry);
   const includeLinks = input.include.map(includeLink);
-
-  const whole = document(input, [...entries, ...includes], facts, includeLinks, {
-    title: input.title,
-    catalogUrl: '/.well-known/ai-catalog.json',
+  const done = (
+    root: BuiltDocument,
+    parts: BuiltDocument[],
+    partMembers: EntryPiece[][],
+    nested: number,
+  ): BuildResult => ({
+    ok: true,
+    root,
+    parts,
+    entries: pieces.length,
+    nested,
+    memo: {
+      context,
+      pieces: nextPieces,
+      parts: parts.map((doc, i) => ({ count: parts.length, members: partMembers[i]!, doc })),
+    },
   });
-  const wholeSize = size(whole);
-  if (wholeSize <= budget) {
-    return { ok: true, root: whole, parts: [], entries: entries.length, nested: includes.length };
-  }
 
-  // Start from the smallest power of two that could hold it (each try renders every entry).
+  const whole: DocumentShape = {
+    pieces,
+    extra: includes,
+    nested: includeLinks,
+    page: { title: input.title, catalogUrl: '/.well-known/ai-catalog.json' },
+  };
+  const wholeSize = sizeOf(input, whole);
+  if (wholeSize <= budget) return done(render(input, whole), [], [], includes.length);
+
+  // Start from the smallest power of two that could hold it (each try only adds up sizes).
   let first = 2;
   while (first < maxParts && first * budget < wholeSize) first *= 2;
   for (let count = first; count <= maxParts; count *= 2) {
-    const buckets = Array.from({ length: count }, () => ({
-      entries: [] as CatalogEntry[],
-      facts: [] as AgentFacts[],
-    }));
-    entries.forEach((entry, i) => {
-      const b = buckets[bucketOf(entry.identifier, count)]!;
-      b.entries.push(entry);
-      b.facts.push(facts[i]!);
-    });
-    const parts = buckets.map((b, i) =>
-      document(input, b.entries, b.facts, [], {
+    const buckets = Array.from({ length: count }, () => [] as EntryPiece[]);
+    for (const p of pieces) buckets[p.hash % count]!.push(p);
+    const shapes = buckets.map((members, i): DocumentShape => ({
+      pieces: members,
+      extra: [],
+      nested: [],
+      page: {
         title: input.title,
         catalogUrl: `/.well-known/${partitionCatalogRef(i)}`,
         subtitle: `partition ${i + 1} of ${count}`,
-      }),
-    );
-    if (parts.some((p) => size(p) > budget)) continue;
+      },
+    }));
+    if (shapes.some((shape) => sizeOf(input, shape) > budget)) continue;
     const partIdentifier = (i: number) => `${input.identifier}.p${i}`;
-    const partEntries: CatalogEntry[] = parts.map((p, i) => ({
+    const partEntries: CatalogEntry[] = buckets.map((members, i) => ({
       identifier: partIdentifier(i),
       type: AI_CATALOG_MEDIA_TYPE,
       url: partitionCatalogRef(i),
-      displayName: `${input.title} (partition ${i + 1} of ${count}, ${p.catalog.entries.length} agents)`,
+      displayName: `${input.title} (partition ${i + 1} of ${count}, ${members.length} agents)`,
     }));
-    const partLinks: NestedLink[] = parts.map((p, i) => ({
-      displayName: `Partition ${i + 1} of ${count}: ${p.catalog.entries.length} agents`,
+    const partLinks: NestedLink[] = buckets.map((members, i) => ({
+      displayName: `Partition ${i + 1} of ${count}: ${members.length} agents`,
       url: `/.well-known/${partitionCatalogRef(i)}`,
       pageUrl: partitionPageRef(i),
     }));
-    const root = document(input, [...partEntries, ...includes], [], [...partLinks, ...includeLinks], {
-      title: input.title,
-      catalogUrl: '/.well-known/ai-catalog.json',
-      subtitle: `${entries.length} agents in ${count} partitions`,
+    const rootShape: DocumentShape = {
+      pieces: [],
+      extra: [...partEntries, ...includes],
+      nested: [...partLinks, ...includeLinks],
+      page: {
+        title: input.title,
+        catalogUrl: '/.well-known/ai-catalog.json',
+        subtitle: `${pieces.length} agents in ${count} partitions`,
+      },
+    };
+    if (sizeOf(input, rootShape) > budget) break;
+    const parts = shapes.map((shape, i) => {
+      const last = reuse?.parts[i];
+      return last && last.count === count && sameMembers(last.members, shape.pieces)
+        ? last.doc
+        : render(input, shape);
     });
-    if (size(root) > budget) break;
-    return { ok: true, root, parts, entries: entries.length, nested: includes.length + count };
+    return done(render(input, rootShape), parts, buckets, includes.length + count);
   }
   return {
     ok: false,
-    error: `${entries.length} entries do not fit in ${maxParts} partitions of ${Math.round(budget / 1024)} KiB; select fewer AgentCards or use entries: url`,
+    error: `${pieces.length} entries do not fit in ${maxParts} partitions of ${Math.round(budget / 1024)} KiB; select fewer AgentCards or use entries: url`,
   };
 }

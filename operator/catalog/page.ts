@@ -61,7 +61,8 @@ const yesNo = (value: boolean | undefined, yes: string, no: string, unknown: str
       ? `<span class="badge no">${no}</span>`
       : `<span class="badge unknown">${unknown}</span>`;
 
-function agentItem(a: AgentFacts): string {
+/** One agent's item of the list (rendered once per entry; build.ts keeps it while the entry stays). */
+export function agentItem(a: AgentFacts): string {
   const href = safeHref(a.cardUrl);
   const reach =
     a.reachable === undefined
@@ -104,8 +105,27 @@ function nestedItem(n: NestedLink): string {
   ].join('');
 }
 
+/** A page's frame: everything but the agents' items, which come rendered (agentItem). */
+export interface PageFrame extends Omit<PageInput, 'agents'> {
+  agentCount: number;
+}
+
 export function renderPage(input: PageInput): string {
-  const count = `${input.agents.length} agent${input.agents.length === 1 ? '' : 's'}`;
+  return renderPageItems({ ...input, agentCount: input.agents.length }, input.agents.map(agentItem));
+}
+
+/** The page from its agents' rendered items (the same bytes as renderPage over their facts). */
+export function renderPageItems(frame: PageFrame, items: readonly string[]): string {
+  return framed(frame, items.join(''));
+}
+
+/** Bytes of the page without its agents' items: the page is this plus the items' bytes. */
+export function pageFrameBytes(frame: PageFrame): number {
+  return Buffer.byteLength(framed(frame, ''), 'utf8');
+}
+
+function framed(input: PageFrame, agentItems: string): string {
+  const count = `${input.agentCount} agent${input.agentCount === 1 ? '' : 's'}`;
   const nested = input.nested.length
     ? `, ${input.nested.length} nested catalog${input.nested.length === 1 ? '' : 's'}`
     : '';
@@ -121,9 +141,7 @@ export function renderPage(input: PageInput): string {
     '</head><body>',
     `<header><h1>${escapeHtml(input.title)}</h1><p>${input.subtitle ? `${escapeHtml(input.subtitle)} · ` : ''}${count}${nested} · ${input.signed ? 'signed' : 'unsigned'} catalog · <a href="${catalogHref}">ai-catalog.json</a></p></header>`,
     '<main>',
-    input.agents.length
-      ? `<ul class="agents" id="agents">${input.agents.map(agentItem).join('')}</ul>`
-      : '<p>No agents are listed.</p>',
+    input.agentCount ? `<ul class="agents" id="agents">${agentItems}</ul>` : '<p>No agents are listed.</p>',
     input.nested.length
       ? `<h2>Nested catalogs</h2><ul class="nested" id="nested">${input.nested.map(nestedItem).join('')}</ul>`
       : '',

@@ -77,7 +77,7 @@ describe('catalog writes through the runtime', () => {
     await waitForCondition('quiet', 'Ready', (c) => c.status === 'True');
     // A second catalog, created once the first is Ready, as a fence: by the time it is Ready the
     // echoes of the first one's ConfigMap and status writes have arrived (a ConfigMap change is
-    // rebuilt 250 ms after its event), so an echo taken for a change would show as a third run.
+    // rebuilt 100 ms after its event), so an echo taken for a change would show as a third run.
     await createCatalog('fence', { publisher: 'example.com' });
     await waitForCondition('fence', 'Ready', (c) => c.status === 'True');
     expect(await metric('controller_runtime_reconcile_total', { controller: 'agentcatalog' })).toBe(

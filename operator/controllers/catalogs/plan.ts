@@ -24,8 +24,15 @@ import {
 } from '../../api/names.ts';
 import { canonicalJson } from '../../card/jcs.ts';
 import { publicJwks, type SigningKey } from '../../card/sign.ts';
-import { buildCatalog, CATALOG_FILES, previousEntries, type BuiltDocument } from '../../catalog/build.ts';
-import { buildEntry, type BuiltEntry, type CardView } from '../../catalog/entries.ts';
+import {
+  buildCatalog,
+  CATALOG_FILES,
+  memoPrevious,
+  previousEntries,
+  type BuildMemo,
+  type BuiltDocument,
+} from '../../catalog/build.ts';
+import { buildEntry, type BuiltEntry, type CardView, type EntryResult } from '../../catalog/entries.ts';
 import {
   AgentCatalogSpecSchema,
   ClusterAgentCatalogSpecSchema,
@@ -99,6 +106,42 @@ export interface CatalogPlanInput {
   trustSources?: TrustSources;
   /** The CatalogImports in reach with their verified entries (spec.imports selects among them). */
   imports?: readonly CatalogImportView[];
+  /** What the last decision for this catalog kept, once its ConfigMaps were published. */
+  memo?: CatalogMemo;
+}
+
+/**
+ * What one decision hands the next decision of the same catalog, for an incremental rebuild:
+ * the build's memo (catalog/build.ts) and the catalog text of each ConfigMap it decided. It is
+ * used only while every live ConfigMap of the catalog holds exactly that text and the signing
+ * key is the same (memoHolds): after a failed write, an edit by someone else or a new key, the
+ * next rebuild is a full one, reading the published documents.
+ */
+export interface CatalogMemo {
+  build: BuildMemo;
+  texts: ReadonlyMap<string, { doc: BuiltDocument; text: string }>;
+  signer: string;
+  /**
+   * The entry built from each card view, by the options it was built with: a pure function of
+   * both, kept whatever is published. The controller hands the same view object while its
+   * AgentCard object is the same, so an unchanged card gives the same entry object, which the
+   * build recognises without comparing it.
+   */
+  entries: WeakMap<CardView, { options: string; result: EntryResult }>;
+}
+
+const signerOf = (key: SigningKey | undefined, jku: string | undefined) =>
+  key ? JSON.stringify([key.kid, key.alg, jku ?? null, key.x5c ?? null]) : '';
+
+function memoHolds(
+  memo: CatalogMemo | undefined,
+  signer: string,
+  liveNames: readonly string[],
+  liveText: (name: string) => string | undefined,
+): memo is CatalogMemo {
+  if (!memo || memo.signer !== signer) return false;
+  for (const [name, { text }] of memo.texts) if (liveText(name) !== text) return false;
+  return liveNames.every((name) => memo.texts.has(name) || liveText(name) === undefined);
 }
 
 /** A CatalogImport as a catalog sees it: its labels (for spec.imports) and its verified entries. */
@@ -161,7 +204,10 @@ async function signedText(
   jku: string | undefined,
   liveText: string | undefined,
   sign: typeof signCatalog,
+  kept?: { doc: BuiltDocument; text: string },
 ): Promise<string> {
+  // The same document as the one whose text is published (an unchanged partition): keep it.
+  if (kept && kept.doc === doc) return kept.text;
   const unsigned = doc.catalog as Record<string, unknown>;
   if (!key) return canonicalJson(unsigned);
   if (liveText) {
@@ -226,7 +272,15 @@ function catalogConfigMap(
 export function selectEntries(
   input: Pick<CatalogPlanInput, 'kind' | 'catalog' | 'cards' | 'namespaceLabels'>,
   spec: CatalogSpec,
+  memo?: CatalogMemo['entries'],
 ): { built: BuiltEntry[]; views: CardView[]; skipped: string[] } {
+  const entryOptions = {
+    publisher: spec.publisher,
+    audience: spec.audience,
+    mode: spec.entries,
+    requireReady: spec.requireReady,
+  };
+  const options = JSON.stringify(entryOptions);
   const built: BuiltEntry[] = [];
   const views: CardView[] = [];
   const skipped: string[] = [];
@@ -239,12 +293,9 @@ export function selectEntries(
       if (!labels || !matchesSelector(spec.namespaceSelector, labels)) continue;
     }
     if (!matchesSelector(spec.selector, card.labels)) continue;
-    const result = buildEntry(card, {
-      publisher: spec.publisher,
-      audience: spec.audience,
-      mode: spec.entries,
-      requireReady: spec.requireReady,
-    });
+    const kept = memo?.get(card);
+    const result = kept?.options === options ? kept.result : buildEntry(card, entryOptions);
+    if (kept?.result !== result) memo?.set(card, { options, result });
     if (result.ok) {
       built.push(result.built);
       views.push(card);
@@ -335,6 +386,8 @@ export interface CatalogDecision {
   artifacts?: CatalogArtifacts;
   /** What readers still get if this change cannot be published. */
   served: string;
+  /** For the next decision, once `artifacts` are published (CatalogPlanInput.memo). */
+  memo?: CatalogMemo;
 }
 
 export async function decideCatalog(
@@ -419,7 +472,8 @@ export async function decideCatalog(
   if (!signing.keys) {
     return stopped(keep('Published', notPublished('the signing keys cannot be used')));
   }
-  const selected = selectEntries(input, spec);
+  const entryMemo = input.memo?.entries ?? new WeakMap();
+  const selected = selectEntries(input, spec, entryMemo);
   const trusted = await trustedEntries(spec, selected, input.trustSources);
   if (!trusted.ok) {
     return stopped(
@@ -438,11 +492,12 @@ export async function decideCatalog(
   const partName = (i: number) => catalogConfigMapName(kind, catalog.metadata.name, i);
   const liveRoot = input.liveConfigMap(rootName)?.data;
   const livePart = (i: number) => input.liveConfigMap(partName(i))?.data?.[CATALOG_FILES.partCatalog(i)];
-  const previousDocs = [liveRoot?.[CATALOG_FILES.catalog]];
-  for (const name of input.liveNames) {
+  const livePartByName = (name: string) => {
     const m = /-p(\d+)$/.exec(name);
-    if (m) previousDocs.push(livePart(Number(m[1])));
-  }
+    return m ? livePart(Number(m[1])) : undefined;
+  };
+  const previousDocs = [liveRoot?.[CATALOG_FILES.catalog]];
+  for (const name of input.liveNames) if (/-p(\d+)$/.test(name)) previousDocs.push(livePartByName(name));
   // Trust Manifests (signed by the catalog's key) bind each card entry to the card served.
   const servedCards = new Map<string, string>();
   selected.built.forEach((b, i) => {
@@ -466,16 +521,26 @@ export async function decideCatalog(
   // Imported entries come after this cluster's (which win an identifier both list), as their
   // origin published them: spec.trust and this catalog's manifests are for local cards.
   const imported = mergeImported(manifests.entries, selectImported(input, spec));
-  const result = engine.build({
-    identifier,
-    title,
-    host: spec.host,
-    entries: imported.built,
-    include: spec.include ?? [],
-    previous: previousEntries(previousDocs),
-    now: formatTime(now),
-    signed: signing.keys.length > 0,
-  });
+  const key = signing.keys[0];
+  const jku = spec.signing?.jku;
+  const signer = signerOf(key, jku);
+  const catalogText = (name: string) =>
+    name === rootName ? liveRoot?.[CATALOG_FILES.catalog] : livePartByName(name);
+  const memo = memoHolds(input.memo, signer, input.liveNames, catalogText) ? input.memo : undefined;
+  const result = engine.build(
+    {
+      identifier,
+      title,
+      host: spec.host,
+      entries: imported.built,
+      include: spec.include ?? [],
+      // What is published, as the memo knows it without reading every document again.
+      previous: memo ? memoPrevious(memo.build) : previousEntries(previousDocs),
+      now: formatTime(now),
+      signed: signing.keys.length > 0,
+    },
+    memo?.build,
+  );
   if (!result.ok) {
     return stopped(
       at({
@@ -486,10 +551,10 @@ export async function decideCatalog(
       }),
     );
   }
-  const key = signing.keys[0];
-  const jku = spec.signing?.jku;
   const maxAge = String(spec.serving?.cacheMaxAgeSeconds ?? DEFAULT_CACHE_MAX_AGE_SECONDS);
+  const texts = new Map<string, { doc: BuiltDocument; text: string }>();
   const rootText = await signedText(result.root, key, jku, liveRoot?.[CATALOG_FILES.catalog], engine.sign);
+  texts.set(rootName, { doc: result.root, text: rootText });
   const rootData: Record<string, string> = {
     [CATALOG_FILES.catalog]: rootText,
     [CATALOG_FILES.page]: result.root.page,
@@ -499,7 +564,8 @@ export async function decideCatalog(
   const desired = [catalogConfigMap(input, rootName, rootData)];
   let bytes = Buffer.byteLength(rootText, 'utf8');
   for (const [i, part] of result.parts.entries()) {
-    const text = await signedText(part, key, jku, livePart(i), engine.sign);
+    const text = await signedText(part, key, jku, livePart(i), engine.sign, memo?.texts.get(partName(i)));
+    texts.set(partName(i), { doc: part, text });
     bytes += Buffer.byteLength(text, 'utf8');
     desired.push(
       catalogConfigMap(input, partName(i), {
@@ -533,6 +599,7 @@ export async function decideCatalog(
     served,
     spec,
     conditions: [accepted, signed],
+    memo: { build: result.memo, texts, signer, entries: entryMemo },
     artifacts: {
       writes,
       published: {
