@@ -27,18 +27,14 @@ const SERIAL_INTEGRATION = [
   // Run an operator that watches every namespace (it would reconcile the other files' cards).
   'helm-rbac',
   'operator-local-run',
-  // Create cluster-scoped ClusterAgentCatalogs or ClusterAgentPolicies: every operator started with
-  // --cluster-catalogs or --policies reconciles all of them, whatever its --namespace.
-  'catalogs',
-  'catalog-server',
-  'catalog-trust-certificates',
-  'namespace-cache',
-  'demo',
-  'policy-controller',
-  'policy-enforce',
-  'policy-identity',
-  'helm-rbac-policies',
 ].map((name) => `test/integration/${name}.test.ts`);
+
+// Two families run in `integration`, beside any other file but one at a time within the family
+// (useClusterLock(), test/support/cluster-lock.ts): they create cluster-scoped ClusterAgentCatalogs
+// or ClusterAgentPolicies, which every operator started with --cluster-catalogs or
+// --cluster-policies reconciles, whatever its --namespace.
+// - 'cluster-catalogs': catalogs, catalog-server, catalog-trust-certificates, namespace-cache, demo;
+// - 'cluster-policies': policy-controller, policy-enforce, policy-identity, helm-rbac-policies.
 
 /** Integration files in flight at once on the shared control plane (measured: docs/development.md). */
 const INTEGRATION_WORKERS = 3;

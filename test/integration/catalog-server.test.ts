@@ -24,6 +24,10 @@ import { repoRoot } from '../support/paths.ts';
 import { freePort } from '../support/ports.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-catalogs');
 
 let release: string;
 let server: ChildProcess | undefined;

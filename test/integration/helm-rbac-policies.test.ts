@@ -39,6 +39,10 @@ import {
 } from '../support/operator.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-policies');
 
 const kc = kubeConfig();
 const apps = kc.makeApiClient(AppsV1Api);
