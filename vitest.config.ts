@@ -36,7 +36,7 @@ const SERIAL_INTEGRATION = [
 // - 'cluster-catalogs': catalogs, catalog-server, catalog-trust-certificates, namespace-cache, demo;
 // - 'cluster-policies': policy-controller, policy-enforce, policy-identity, helm-rbac-policies.
 
-/** Integration files in flight at once on the shared control plane (measured: docs/development.md). */
+/** Integration files in flight at once on the shared control plane (the serial ones run after them, alone). */
 const INTEGRATION_WORKERS = 3;
 
 // Three kinds of test: `unit` (pure logic, no network beyond loopback peers the test starts
