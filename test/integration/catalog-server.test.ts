@@ -60,6 +60,10 @@ const { kc, api, ns } = useOperatorInNamespace('catalog-server', {
       // The CRDs were applied by the set-up (shared by every test file; not owned by this release).
       '--set',
       'crds.enabled=false',
+      // The chart's nesting policy checks only this release's namespace: other files, running
+      // beside this one, store deep AgentCards on purpose.
+      '--set-json',
+      `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${ns.name}"}}`,
       '--set',
       'catalogServer.enabled=true',
       '--set',

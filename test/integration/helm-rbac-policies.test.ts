@@ -122,6 +122,10 @@ beforeAll(async () => {
     opNs.name,
     '--set',
     'crds.enabled=false',
+    // The chart's nesting policy checks only this release's namespace: other files, running
+    // beside this one, store deep AgentCards on purpose.
+    '--set-json',
+    `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${opNs.name}"}}`,
   ]);
   if (installed.code !== 0) throw new Error(`helm install failed: ${installed.stderr}`);
   const fullname = `${release}-agentcard-operator`;
