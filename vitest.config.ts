@@ -1,13 +1,66 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
-// Three projects: `unit` (pure logic, no network beyond loopback peers the test starts itself),
-// `integration` (talks to the real kube-apiserver that the global setup starts once per run) and
-// `node` (a one-node cluster whose Pods really run, in namespaces of its own: test/node/).
-// `npm test` runs `unit` and `integration` in one vitest run, then `npm run test:node`
+// The integration files that must have the shared control plane to themselves: they run one at a
+// time, after the others (`integration-serial`). Every other integration file runs beside others
+// (`integration`), so it must touch only objects of its own: namespaces from createTestNamespace /
+// useTestNamespace, an operator with --namespace for each of them, cluster-scoped objects under
+// names of its own, and no counter of the whole API server. docs/development.md ("Tests") has the
+// rule for a new file.
+const SERIAL_INTEGRATION = [
+  // Count writes across the whole API server (apiserver_request_total: controllerWrites(),
+  // controllerWriteOutcomes()): any other file's operator would add to the count.
+  'adopt-restart',
+  'adopt-source',
+  'audiences',
+  'controller-hostile-input',
+  'controller-writes',
+  // Compact the shared etcd (compactEtcd()): every watch resumed from before it gets 410 Gone.
+  'controller-informer',
+  'informer-handlers',
+  'controlplane',
+  // Change CRDs every file uses or asserts absent: helm takes over and edits the AgentCard CRD;
+  // policy-admission deletes the policy CRDs it applied; example-httproute installs the HTTPRoute
+  // CRD that examples.test.ts expects missing.
+  'helm-crds',
+  'policy-admission',
+  'example-httproute',
+  // Run an operator that watches every namespace (it would reconcile the other files' cards).
+  'helm-rbac',
+  'operator-local-run',
+].map((name) => `test/integration/${name}.test.ts`);
+
+// Two families run in `integration`, beside any other file but one at a time within the family
+// (useClusterLock(), test/support/cluster-lock.ts): they create cluster-scoped ClusterAgentCatalogs
+// or ClusterAgentPolicies, which every operator started with --cluster-catalogs or
+// --cluster-policies reconciles, whatever its --namespace.
+// - 'cluster-catalogs': catalogs, catalog-server, catalog-trust-certificates, namespace-cache, demo;
+// - 'cluster-policies': policy-controller, policy-enforce, policy-identity, helm-rbac-policies.
+
+/** Integration files in flight at once on the shared control plane (the serial ones run after them, alone). */
+const INTEGRATION_WORKERS = 3;
+
+// Three kinds of test: `unit` (pure logic, no network beyond loopback peers the test starts
+// itself), `integration` (talks to the real kube-apiserver that the global setup starts once per
+// run; two vitest projects, below) and `node` (a one-node cluster whose Pods really run, in
+// namespaces of its own: test/node/).
+// `npm test` runs `unit` and both integration projects in one vitest run, then `npm run test:node`
 // (test/node/run.ts), a run of `node` alone: its global setup and timeouts are its own, and it
 // needs Linux, root, namespaces and cgroup v1. Where the machine has not those, test/node/run.ts
 // says why and skips it (fails with AGENTCARD_NODE_TESTS=required); `vitest run --project node`
 // there fails in the global setup with the same reason.
+//
+// Within one run, the groups go one after the other (sequence.groupOrder): `unit`, then
+// `integration` (INTEGRATION_WORKERS files at once), then `integration-serial` (one at a time).
+// Both integration projects name the same global setup: the first starts the control plane, the
+// second finds it running and reuses it, and the one that started it stops it at the end of the
+// run.
+const integration = {
+  // Builds (first run on a machine only) and starts the local control plane once per run.
+  globalSetup: ['test/support/system-packages.ts', 'test/support/global-setup.ts'],
+  testTimeout: 120_000,
+  hookTimeout: 300_000,
+};
+
 export default defineConfig({
   test: {
     projects: [
@@ -22,13 +75,21 @@ export default defineConfig({
       },
       {
         test: {
+          ...integration,
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          // Builds (first run on a machine only) and starts the local control plane once per run.
-          globalSetup: ['test/support/system-packages.ts', 'test/support/global-setup.ts'],
-          testTimeout: 120_000,
-          hookTimeout: 300_000,
+          exclude: [...configDefaults.exclude, ...SERIAL_INTEGRATION],
+          maxWorkers: INTEGRATION_WORKERS,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        test: {
+          ...integration,
+          name: 'integration-serial',
+          include: SERIAL_INTEGRATION,
           fileParallelism: false,
+          sequence: { groupOrder: 2 },
         },
       },
       {

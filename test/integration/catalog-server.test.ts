@@ -24,6 +24,10 @@ import { repoRoot } from '../support/paths.ts';
 import { freePort } from '../support/ports.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-catalogs');
 
 let release: string;
 let server: ChildProcess | undefined;
@@ -56,6 +60,10 @@ const { kc, api, ns } = useOperatorInNamespace('catalog-server', {
       // The CRDs were applied by the set-up (shared by every test file; not owned by this release).
       '--set',
       'crds.enabled=false',
+      // The chart's nesting policy checks only this release's namespace: other files, running
+      // beside this one, store deep AgentCards on purpose.
+      '--set-json',
+      `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${ns.name}"}}`,
       '--set',
       'catalogServer.enabled=true',
       '--set',

@@ -38,6 +38,10 @@ import {
   type InProcessOperator,
 } from '../support/operator.ts';
 import { runTool } from '../support/tools.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-catalogs');
 
 const kc = kubeConfig();
 const api = new Api(kc);

@@ -34,6 +34,10 @@ import {
 } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
 import { runTool } from '../support/tools.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-catalogs');
 
 const run = promisify(execFile);
 const kc = kubeConfig();

@@ -42,6 +42,17 @@ beforeAll(async () => {
   ]);
   expect(wait.code, wait.stderr).toBe(0);
 }, 600_000);
+// examples.test.ts checks that the example is refused where the Gateway API CRDs are missing, as
+// on a plain cluster: leave the control plane without them, also for a later run that reuses it.
+afterAll(async () => {
+  await kubectl([
+    'delete',
+    'crd',
+    'httproutes.gateway.networking.k8s.io',
+    '--ignore-not-found',
+    '--wait=false',
+  ]);
+});
 
 const dryRun = (file: string) =>
   kubectl(['apply', '--dry-run=server', '--validate=strict', '-n', ns.name, '-f', file]);

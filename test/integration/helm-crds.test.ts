@@ -5,8 +5,8 @@
  *   (docs/install.md, "Upgrade"), then upgraded with `--force-conflicts`;
  * - `helm upgrade` with changed values and a changed CRD updates the CRD and the Deployment;
  * - `helm uninstall` keeps the CRDs (crds.keep), and with them the AgentCards.
- * The CRDs are shared by every test file on the control plane (integration files run one at a
- * time), so this file changes only a printer column and leaves them as generated.
+ * The CRDs are shared by every test file on the control plane (this file is in integration-serial,
+ * run alone), so it changes only a printer column and leaves them as generated.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

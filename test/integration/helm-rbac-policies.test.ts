@@ -39,6 +39,10 @@ import {
 } from '../support/operator.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-policies');
 
 const kc = kubeConfig();
 const apps = kc.makeApiClient(AppsV1Api);
@@ -118,6 +122,10 @@ beforeAll(async () => {
     opNs.name,
     '--set',
     'crds.enabled=false',
+    // The chart's nesting policy checks only this release's namespace: other files, running
+    // beside this one, store deep AgentCards on purpose.
+    '--set-json',
+    `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${opNs.name}"}}`,
   ]);
   if (installed.code !== 0) throw new Error(`helm install failed: ${installed.stderr}`);
   const fullname = `${release}-agentcard-operator`;

@@ -64,6 +64,10 @@ beforeAll(async () => {
     // The CRDs are applied by installCrd and shared by every test file: the chart leaves them alone.
     '--set',
     'crds.enabled=false',
+    // The chart's nesting policy checks only this release's namespace: other files, running
+    // beside this one, store deep AgentCards on purpose.
+    '--set-json',
+    `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${opNs.name}"}}`,
     '--set',
     `rbac.secretNames={${KEY}}`,
     '--set',

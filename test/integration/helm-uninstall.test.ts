@@ -122,6 +122,10 @@ beforeAll(async () => {
     ns.name,
     '--set',
     'crds.enabled=false',
+    // The chart's nesting policy checks only this release's namespace: other files, running
+    // beside this one, store deep AgentCards on purpose.
+    '--set-json',
+    `nestingPolicy.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${ns.name}"}}`,
   ]);
   expect(installed.stderr).toBe('');
   expect(installed.code).toBe(0);

@@ -34,6 +34,10 @@ import {
   type ChildOperator,
   type InProcessOperator,
 } from '../support/operator.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-catalogs');
 
 const kc = kubeConfig();
 const api = new Api(kc);

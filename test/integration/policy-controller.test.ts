@@ -21,6 +21,10 @@ import {
   waitFor,
 } from '../support/operator.ts';
 import { runTool } from '../support/tools.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-policies');
 
 const { kc, ns, op } = useOperatorInNamespace('policy-ctl', {
   flags: ['--policies', '--cluster-policies'],

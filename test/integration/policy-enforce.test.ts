@@ -18,6 +18,10 @@ import {
   waitFor,
 } from '../support/operator.ts';
 import { runTool } from '../support/tools.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-policies');
 
 const { kc, api, ns } = useOperatorInNamespace('policy-enf', {
   catalogs: true,

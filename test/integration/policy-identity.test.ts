@@ -36,6 +36,10 @@ import {
 } from '../support/operator.ts';
 import { createRoot, issueLeaf, keyPem } from '../support/signing-certs.ts';
 import { runTool } from '../support/tools.ts';
+import { useClusterLock } from '../support/cluster-lock.ts';
+
+// Beside any file but the others of its family: see vitest.config.ts.
+useClusterLock('cluster-policies');
 
 const tmp = mkdtempSync(join(tmpdir(), 'agentcard-policy-identity-'));
 let certManager: CertManager | undefined;
