@@ -9,7 +9,8 @@
  * Pod that asks for the card, catalogs (an AgentCatalog, and in cluster-wide mode a
  * ClusterAgentCatalog published in the operator's namespace), a CatalogImport, and the admission webhook: its
  * certificate Secret, the caBundle, an AdmissionReview answered over HTTPS, and a certificate
- * replaced (see `cycle`).
+ * replaced; then a second operator stands by (watching the Lease) until a silent holder's Lease
+ * expires, and takes it over (see `cycle`).
  *
  * Sufficient: the cycle completes and the operator never got a 403.
  * Minimal: for every verb of every rule bound to the ServiceAccount, the same cycle with only
@@ -28,6 +29,7 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  V1MicroTime,
   DiscoveryV1Api,
   EventsV1Api,
   RbacAuthorizationV1Api,
@@ -219,6 +221,29 @@ async function startOperator(identity: string, deadline: number): Promise<Operat
 
 const LEASE = 'agentcard-operator';
 const readLease = () => coordination.readNamespacedLease({ name: LEASE, namespace: opNs.name });
+
+/** How long the silent replica's Lease lasts: long enough for a standby to open its watch. */
+const SILENT_LEASE_SECONDS = 2;
+
+/** Writes the Lease as renewed just now by `holder`, which will not renew it again. */
+async function holdLeaseAsSilentReplica(holder: string, seconds: number): Promise<void> {
+  const lease = await readLease();
+  const now = new V1MicroTime();
+  await coordination.replaceNamespacedLease({
+    name: LEASE,
+    namespace: opNs.name,
+    body: {
+      ...lease,
+      spec: {
+        ...lease.spec,
+        holderIdentity: holder,
+        leaseDurationSeconds: seconds,
+        acquireTime: now,
+        renewTime: now,
+      },
+    },
+  });
+}
 const webhookSecret = () => `${fullname}-webhook-tls`;
 const readWebhookSecret = () => core.readNamespacedSecret({ name: webhookSecret(), namespace: opNs.name });
 
@@ -455,6 +480,9 @@ export async function cycle(): Promise<CycleResult> {
       namespace: opNs.name,
       body: { ...spoiled, data: { ...spoiled.data, 'tls.crt': Buffer.from('spoiled').toString('base64') } },
     });
+    // The next operator finds the Lease held by a replica that has stopped renewing, so it stands
+    // by first, watching the Lease (list and watch on it), and takes it over at its expiry.
+    await holdLeaseAsSilentReplica(`rbac-${n}-silent`, SILENT_LEASE_SECONDS);
     op = await startOperator(`rbac-${n}-b`, deadline);
     await op.until('the Lease taken over', async () =>
       Boolean((await readLease()).spec?.holderIdentity?.startsWith(`rbac-${n}-b`)),
