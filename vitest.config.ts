@@ -49,8 +49,9 @@ const INTEGRATION_WORKERS = 3;
 // says why and skips it (fails with AGENTCARD_NODE_TESTS=required); `vitest run --project node`
 // there fails in the global setup with the same reason.
 //
-// Within one run, the groups go one after the other (sequence.groupOrder): `unit`, then
-// `integration` (INTEGRATION_WORKERS files at once), then `integration-serial` (one at a time).
+// Within one run, the groups go one after the other (sequence.groupOrder): `unit` and
+// `integration` together (INTEGRATION_WORKERS files at once), then `integration-serial` (one at a
+// time).
 // Both integration projects name the same global setup: the first starts the control plane, the
 // second finds it running and reuses it, and the one that started it stops it at the end of the
 // run.
@@ -71,6 +72,11 @@ export default defineConfig({
           // Installs the Debian packages the tests use as real components when missing.
           globalSetup: ['test/support/system-packages.ts'],
           testTimeout: 30_000,
+          // In the same group as `integration`, sharing its workers (vitest gives a group one
+          // worker count): the integration files mostly wait on the control plane, while the unit
+          // files keep the cores busy. The serial integration files run after both, alone.
+          maxWorkers: INTEGRATION_WORKERS,
+          sequence: { groupOrder: 1 },
         },
       },
       {
