@@ -171,8 +171,20 @@ describe('probe metrics', () => {
     text = await registry.metrics();
     expect(text).toContain('interface="0",binding="GRPC"');
     expect(text).not.toContain('interface="1"');
+    // Another card, whose name starts with this one's, keeps its series.
+    const other = { namespace: 'ns', name: 'card-2' };
+    metrics.record(other, 1, result(true));
     metrics.forget(card);
-    expect(await registry.metrics()).not.toContain('name="card"');
+    text = await registry.metrics();
+    expect(text).not.toContain('name="card",');
+    expect(text).toContain(
+      'agentcard_probe_success{namespace="ns",name="card-2",interface="1",binding="JSONRPC"} 1',
+    );
+    // Recorded again after a forget: the series come back.
+    metrics.record(card, 0, result(false));
+    expect(await registry.metrics()).toContain(
+      'agentcard_probe_success{namespace="ns",name="card",interface="0",binding="JSONRPC"} 0',
+    );
     expect(bindingLabel('HTTP+JSON')).toBe('HTTP+JSON');
   });
 });
