@@ -1,4 +1,13 @@
+import { join } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
+
+// Every Node.js process the tests start (the `agentcard` command, operators, sidecars, card
+// servers: hundreds per run) keeps V8's compiled code of the TypeScript sources in this folder and
+// reuses it, instead of parsing and compiling the same modules again at each start: about a third
+// less CPU for each `agentcard` start (0.66 s to 0.43 s of user time for `validate --help` on the
+// 2-core CI machine). Node.js checks every entry against the source it was made from, so an edited
+// file is compiled again. It lives in node_modules, which a fresh clone's `npm ci` makes anew.
+process.env.NODE_COMPILE_CACHE ??= join(import.meta.dirname, 'node_modules', '.cache', 'node-compile-cache');
 
 // The integration files that must have the shared control plane to themselves: they run one at a
 // time, after the others (`integration-serial`). Every other integration file runs beside others
@@ -43,18 +52,19 @@ const INTEGRATION_WORKERS = 3;
 // itself), `integration` (talks to the real kube-apiserver that the global setup starts once per
 // run; two vitest projects, below) and `node` (a one-node cluster whose Pods really run, in
 // namespaces of its own: test/node/).
-// `npm test` runs `unit` and both integration projects in one vitest run, then `npm run test:node`
-// (test/node/run.ts), a run of `node` alone: its global setup and timeouts are its own, and it
-// needs Linux, root, namespaces and cgroup v1. Where the machine has not those, test/node/run.ts
-// says why and skips it (fails with AGENTCARD_NODE_TESTS=required); `vitest run --project node`
-// there fails in the global setup with the same reason.
+// `npm test` (test/run-suite.ts) runs `unit` and `integration` in one vitest run, then
+// `integration-serial` in another while `npm run test:node` (test/node/run.ts) runs `node` alone
+// beside it: its global setup and timeouts are its own, and it needs Linux, root, namespaces and
+// cgroup v1. Where the machine has not those, test/node/run.ts says why and skips it (fails with
+// AGENTCARD_NODE_TESTS=required); `vitest run --project node` there fails in the global setup with
+// the same reason.
 //
-// Within one run, the groups go one after the other (sequence.groupOrder): `unit` and
-// `integration` together (INTEGRATION_WORKERS files at once), then `integration-serial` (one at a
-// time).
-// Both integration projects name the same global setup: the first starts the control plane, the
-// second finds it running and reuses it, and the one that started it stops it at the end of the
-// run.
+// Within one run of several projects (`npx vitest run --project 'integration*'`), the groups go
+// one after the other (sequence.groupOrder): `unit` and `integration` together
+// (INTEGRATION_WORKERS files at once), then `integration-serial` (one at a time).
+// Both integration projects name the same global setup: in one run the first starts the control
+// plane, the second finds it running and reuses it, and the one that started it stops it at the
+// end of the run.
 const integration = {
   // Builds (first run on a machine only) and starts the local control plane once per run.
   globalSetup: ['test/support/system-packages.ts', 'test/support/global-setup.ts'],
