@@ -730,6 +730,8 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     const usage = processUsage(op.child.pid!);
     const metric = await operatorMetrics(op);
     const afterWrites = await writeCounters(kc);
+    // The peak is the steady window's: a heap snapshot makes the process grow by its own size.
+    clearInterval(peakWatch);
     if (snapshotDir)
       await heapSnapshot(op, snapshotDir).catch((err: unknown) => log(`heap snapshot: ${String(err)}`));
     const steadyWrites = Object.fromEntries(
@@ -939,6 +941,8 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
       'AgentCards',
     ),
   );
+  const runPair = (x: RunResult) =>
+    `${x.op.seconds.toFixed(1)} / ${x.floorSeconds.toFixed(1)} s (${(x.op.seconds / x.floorSeconds).toFixed(2)}x)`;
   const growth = (get: (r: (typeof rows)[number]) => number) => {
     const first = rows[0]!;
     return rows.length > 1 ? (get(largest) / get(first) / (largest.cards / first.cards)).toFixed(2) : 'n/a';
@@ -985,7 +989,8 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
     'Controller scale',
     [
       `\`node bench/scale.bench.ts --cards ${SIZES.join(',')} --concurrency ${CONCURRENCY} --runs ${RUNS} ` +
-        `--steady-seconds ${STEADY_S} --spec-changes ${SPEC_CHANGES}\`. The local control plane (etcd, ` +
+        (probes ? `--steady-seconds ${STEADY_S} --spec-changes ${SPEC_CHANGES}\`. ` : '--no-probes`. ') +
+        'The local control plane (etcd, ' +
         'kube-apiserver, kube-controller-manager) runs on the same cores.',
       '',
       'Each run: the AgentCards (3 interfaces each: JSON-RPC, HTTP+JSON, gRPC; each card signed with one ES256 ' +
@@ -1031,12 +1036,23 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
         ]),
       ),
       '',
-      `Growth from ${rows[0]!.cards} to ${largest.cards} cards, as a multiple of linear growth (1.00 = linear): ` +
-        `time to all Ready ${growth((r) => r.opMedian)}, operator CPU ${growth((r) => r.cpu)}, ` +
-        `peak RSS ${growth((r) => r.peak)} (RSS has a fixed base of Node.js and the modules).` +
-        (probes
-          ? ` With probes on, heap in use at the end of the steady window: ${probes.heapMiB.toFixed(0)} MiB, RSS ${probes.rssMiB.toFixed(0)} MiB.`
-          : ''),
+      [
+        rows.length > 1
+          ? `Growth from ${rows[0]!.cards} to ${largest.cards} cards, as a multiple of linear growth (1.00 = linear): ` +
+            `time to all Ready ${growth((r) => r.opMedian)}, operator CPU ${growth((r) => r.cpu)}, ` +
+            `peak RSS ${growth((r) => r.peak)} (RSS has a fixed base of Node.js and the modules).`
+          : '',
+        RUNS > 1
+          ? `Every run, operator / floor (the operator first, then the floor, in each run): ${rows
+              .map((r) => `${r.cards} cards: ${r.runs.map(runPair).join(', ')}`)
+              .join('; ')}.`
+          : '',
+        probes
+          ? `With probes on, heap in use at the end of the steady window: ${probes.heapMiB.toFixed(0)} MiB, RSS ${probes.rssMiB.toFixed(0)} MiB.`
+          : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
       '',
       NOTES,
     ].join('\n'),
