@@ -43,17 +43,23 @@ function run(args: string[], opts: { holdOutput?: boolean } = {}): Promise<Outco
   });
 }
 
-const first = await run([vitest, 'run', '--project', 'unit', '--project', 'integration', ...extra]);
-if (first.code !== 0) process.exit(first.code);
+/** Runs the projects; resolves with the exit code (the first failure's). */
+async function runSuite(): Promise<number> {
+  const first = await run([vitest, 'run', '--project', 'unit', '--project', 'integration', ...extra]);
+  if (first.code !== 0) return first.code;
 
-process.stdout.write(
-  '\n`integration-serial` now; the `node` project runs beside it (its log follows it)\n\n',
-);
-const [serial, node] = await Promise.all([
-  run([vitest, 'run', '--project', 'integration-serial', ...extra]),
-  run([join(repoRoot, 'test', 'node', 'run.ts'), ...extra], { holdOutput: true }),
-]);
-process.stdout.write(`\n==== the node project (npm run test:node) ====\n${node.output ?? ''}`);
-if (serial.code !== 0) process.stderr.write(`\nintegration-serial failed (exit ${serial.code})\n`);
-if (node.code !== 0) process.stderr.write(`\nthe node project failed (exit ${node.code})\n`);
-process.exit(serial.code !== 0 ? serial.code : node.code);
+  process.stdout.write(
+    '\n`integration-serial` now; the `node` project runs beside it (its log follows it)\n\n',
+  );
+  const [serial, node] = await Promise.all([
+    run([vitest, 'run', '--project', 'integration-serial', ...extra]),
+    run([join(repoRoot, 'test', 'node', 'run.ts'), ...extra], { holdOutput: true }),
+  ]);
+  process.stdout.write(`\n==== the node project (npm run test:node) ====\n${node.output ?? ''}`);
+  if (serial.code !== 0) process.stderr.write(`\nintegration-serial failed (exit ${serial.code})\n`);
+  if (node.code !== 0) process.stderr.write(`\nthe node project failed (exit ${node.code})\n`);
+  return serial.code !== 0 ? serial.code : node.code;
+}
+
+// exitCode, not exit(): the held log may still be on its way to a pipe (asynchronous off Linux).
+process.exitCode = await runSuite();
