@@ -259,8 +259,13 @@ describe('adopting the card an agent serves', () => {
     const reachedMs = Date.now() - changedAt;
     console.log(`[figures] source change to published card: ${reachedMs} ms (interval 10s)`);
     expect(reachedMs).toBeLessThan(45_000);
-    const live = (await api.getCard(ns.name, 'js')) as AgentCardLive;
-    expect((live.status as Record<string, Record<string, unknown>>).source).toMatchObject({ changes: 1 });
+    // The status follows the ConfigMap (the operator writes the card first, then the status).
+    const source = await waitFor('the change counted in status.source', async () => {
+      const live = (await api.getCard(ns.name, 'js')) as AgentCardLive;
+      const s = (live.status as Record<string, Record<string, unknown>>).source;
+      return s?.changes !== undefined ? s : undefined;
+    });
+    expect(source).toMatchObject({ changes: 1 });
     await waitFor('a SourceChanged event', async () =>
       (await api.events(ns.name, 'js')).some((e) => e.reason === 'SourceChanged'),
     );
