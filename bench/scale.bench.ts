@@ -943,9 +943,10 @@ function report(bySize: RunResult[][], probes: ProbePhase | undefined): void {
   );
   const runPair = (x: RunResult) =>
     `${x.op.seconds.toFixed(1)} / ${x.floorSeconds.toFixed(1)} s (${(x.op.seconds / x.floorSeconds).toFixed(2)}x)`;
+  // Used only with more than one size.
   const growth = (get: (r: (typeof rows)[number]) => number) => {
     const first = rows[0]!;
-    return rows.length > 1 ? (get(largest) / get(first) / (largest.cards / first.cards)).toFixed(2) : 'n/a';
+    return (get(largest) / get(first) / (largest.cards / first.cards)).toFixed(2);
   };
   const goalRows: (string | number)[][] = [
     [
