@@ -96,6 +96,19 @@ const CONCURRENCY = Number(values.concurrency);
 const RUNS = Number(values.runs);
 const STEADY_S = Number(values['steady-seconds']);
 const SPEC_CHANGES = Number(values['spec-changes']);
+/** Stops with what is wrong when an option is not a whole number of at least `min`. */
+function requireWhole(name: string, value: number, min: number): void {
+  if (!Number.isInteger(value) || value < min) {
+    process.stderr.write(`scale bench: --${name} must be a whole number of at least ${min}\n`);
+    process.exit(2);
+  }
+}
+for (const size of SIZES) requireWhole('cards', size, 1);
+requireWhole('concurrency', CONCURRENCY, 1);
+requireWhole('runs', RUNS, 1);
+requireWhole('steady-seconds', STEADY_S, 1);
+// The probes report gives the spec changes' percentiles: at least one change is measured.
+requireWhole('spec-changes', SPEC_CHANGES, 1);
 /** Loopback addresses the peers listen on: the probes' per-host limit (4) applies per address. */
 const PEER_PROCESSES = 6;
 const PEER_HOSTS = Array.from({ length: 24 }, (_, i) => `127.0.0.${i + 2}`);
