@@ -264,7 +264,12 @@ export async function signDetached(
   return { protected: jws.protected!, signature: jws.signature };
 }
 
-/** The public JWKS of the keys: `{keys: [{..., kid, alg, use: "sig"}]}`. */
+/**
+ * The public JWKS of the keys: `{keys: [{..., kid, alg, use: "sig"}]}`. Each entry is the key's
+ * own frozen JWK, not a copy: the verifier remembers its imported keys per JWK object
+ * (verify.ts), so checking the published signatures again at every resync imports each key once
+ * rather than once per card.
+ */
 export function publicJwks(keys: readonly SigningKey[]): { keys: JWK[] } {
-  return { keys: keys.map((k) => ({ ...k.publicJwk })) };
+  return { keys: keys.map((k) => k.publicJwk) };
 }

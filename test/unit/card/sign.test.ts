@@ -207,4 +207,13 @@ describe('signCard', () => {
     for (const k of jwks.keys)
       for (const priv of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(k).not.toHaveProperty(priv);
   });
+
+  it("publicJwks gives each key's own frozen JWK, the same object at every call", () => {
+    // The verifier remembers imported keys per JWK object: a copy per call would import the key
+    // again for every card a resync checks.
+    const first = publicJwks(keys).keys;
+    const second = publicJwks(keys).keys;
+    expect(first.every((jwk, i) => jwk === second[i] && jwk === keys[i]!.publicJwk)).toBe(true);
+    expect(first.every((jwk) => Object.isFrozen(jwk))).toBe(true);
+  });
 });
