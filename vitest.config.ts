@@ -66,8 +66,13 @@ const INTEGRATION_WORKERS = 3;
 // plane, the second finds it running and reuses it, and the one that started it stops it at the
 // end of the run.
 const integration = {
-  // Builds (first run on a machine only) and starts the local control plane once per run.
-  globalSetup: ['test/support/system-packages.ts', 'test/support/global-setup.ts'],
+  // Builds (first run on a machine only) and starts the local control plane once per run; stages
+  // the `agentcard` package the tests run (test/support/test-package.ts).
+  globalSetup: [
+    'test/support/system-packages.ts',
+    'test/support/test-package.ts',
+    'test/support/global-setup.ts',
+  ],
   testTimeout: 120_000,
   hookTimeout: 300_000,
 };
@@ -79,8 +84,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
-          // Installs the Debian packages the tests use as real components when missing.
-          globalSetup: ['test/support/system-packages.ts'],
+          // Installs the Debian packages the tests use as real components when missing, and stages
+          // the `agentcard` package the tests run (test/support/test-package.ts).
+          globalSetup: ['test/support/system-packages.ts', 'test/support/test-package.ts'],
           testTimeout: 30_000,
           // In the same group as `integration`, sharing its workers (vitest gives a group one
           // worker count): the integration files mostly wait on the control plane, while the unit

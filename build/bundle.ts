@@ -2,8 +2,9 @@
  * The build step: bundles the `agentcard` command (the CLI, `agentcard operator` and
  * `agentcard sidecar`) into plain JavaScript under dist/, with every runtime dependency inside.
  * Production (the container image and the npm package) runs this bundle: no TypeScript stripping
- * at run time, no node_modules. Tests and `npx agentcard` in a checkout run the TypeScript sources
- * (bin/agentcard.js chooses).
+ * at run time, no node_modules. So do the tests' `agentcard` processes (test/support/test-package.ts
+ * stages it once per state of the sources). `npx agentcard` in a checkout runs the TypeScript
+ * sources (bin/agentcard.js chooses).
  *
  * Each subcommand stays in its own chunk, loaded only when used (operator/cli/main.ts), so that
  * `agentcard sidecar` or `agentcard validate` does not load the Kubernetes client.

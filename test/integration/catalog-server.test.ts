@@ -7,7 +7,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -20,8 +19,8 @@ import { describe, expect, it } from 'vitest';
 import { kubeletWrite, tempDir } from '../support/card-files.ts';
 import { kubeconfigPath } from '../support/cluster.ts';
 import { sampleCard, useOperatorInNamespace, waitFor } from '../support/operator.ts';
-import { repoRoot } from '../support/paths.ts';
 import { freePort } from '../support/ports.ts';
+import { agentcardBin } from '../support/test-package.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
 import { useClusterLock } from '../support/cluster-lock.ts';
@@ -163,11 +162,10 @@ describe('the chart catalog server', () => {
             ? `--metrics-port=${metricsPort}`
             : a,
     );
-    server = spawn(
-      process.execPath,
-      [join(repoRoot, 'bin', 'agentcard.js'), ...local, '--address=127.0.0.1'],
-      { stdio: 'ignore', env: { ...process.env, KUBECONFIG: '' } },
-    );
+    server = spawn(process.execPath, [agentcardBin(), ...local, '--address=127.0.0.1'], {
+      stdio: 'ignore',
+      env: { ...process.env, KUBECONFIG: '' },
+    });
     await waitFor(
       'the catalog server to be ready',
       async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.ok,

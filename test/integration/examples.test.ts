@@ -39,6 +39,7 @@ import {
   type InProcessOperator,
 } from '../support/operator.ts';
 import { repoRoot } from '../support/paths.ts';
+import { agentcardBin } from '../support/test-package.ts';
 import { freePort } from '../support/ports.ts';
 import { kubectlPath, runTool } from '../support/tools.ts';
 import { registerPodWebhook } from '../support/webhook-config.ts';
@@ -79,14 +80,11 @@ function userEnv(): NodeJS.ProcessEnv {
 
 /**
  * Runs one command of a first line with sh, from the repository root. `npx agentcard` becomes
- * this checkout's bin/agentcard.js on the Node.js running the tests: npx would find the same file
- * (the package's own bin) after a lookup that adds nothing here.
+ * the package's bin/agentcard.js (staged as it ships: test-package.ts) on the Node.js running the
+ * tests: npx would run the same command after a lookup that adds nothing here.
  */
 function sh(command: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const line = command.replaceAll(
-    'npx agentcard ',
-    `"${process.execPath}" "${join(repoRoot, 'bin', 'agentcard.js')}" `,
-  );
+  const line = command.replaceAll('npx agentcard ', `"${process.execPath}" "${agentcardBin()}" `);
   return new Promise((resolve, reject) => {
     const child = spawn('sh', ['-c', line], {
       cwd: repoRoot,

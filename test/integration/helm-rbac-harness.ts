@@ -47,9 +47,9 @@ import {
   type TestNamespace,
 } from '../support/cluster.ts';
 import { runTool } from '../support/tools.ts';
+import { agentcardBin } from '../support/test-package.ts';
 import { chartDir } from '../unit/helm/chart.ts';
 import { installCatalogCrds, installImportCrd } from '../support/operator.ts';
-import { repoRoot } from '../support/paths.ts';
 import { startDemoAgent, type DemoAgent } from '../../operator/demo/echo-agent.ts';
 import { generateSigningJwk } from '../../operator/card/keygen.ts';
 import { freePort } from '../support/ports.ts';
@@ -177,14 +177,10 @@ async function startOperator(identity: string, deadline: number): Promise<Operat
     'webhook-shutdown-delay': '0',
   });
   let log = '';
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...args],
-    {
-      env: { ...process.env, POD_NAMESPACE: opNs.name, POD_NAME: identity, KUBECONFIG: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child: ChildProcess = spawn(process.execPath, [agentcardBin(), 'operator', ...args], {
+    env: { ...process.env, POD_NAMESPACE: opNs.name, POD_NAME: identity, KUBECONFIG: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.on('data', (b: Buffer) => (log += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
   const run: OperatorRun = {

@@ -8,7 +8,6 @@
  * without the reference get it at the first start of this one.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1OwnerReference } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -21,7 +20,7 @@ import {
 } from '../support/cluster.ts';
 import { installCatalogCrds, waitFor } from '../support/operator.ts';
 import { freePort } from '../support/ports.ts';
-import { repoRoot } from '../support/paths.ts';
+import { agentcardBin } from '../support/test-package.ts';
 import { runTool } from '../support/tools.ts';
 import { chartDir } from '../unit/helm/chart.ts';
 
@@ -72,7 +71,7 @@ async function runOperatorOnce(drop: string[] = []): Promise<void> {
     `--namespace=${ns.name}`,
   ];
   let log = '';
-  const child: ChildProcess = spawn(process.execPath, [join(repoRoot, 'bin', 'agentcard.js'), ...flags], {
+  const child: ChildProcess = spawn(process.execPath, [agentcardBin(), ...flags], {
     env: { ...process.env, POD_NAMESPACE: ns.name, POD_NAME: 'uninstall-test', KUBECONFIG: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -16,6 +16,7 @@ import { Api, condition, installCrd, sampleCard, waitFor, watchLogs } from '../s
 import { repoRoot } from '../support/paths.ts';
 import { createTestNamespace, kubeConfig, kubeconfigPath, type TestNamespace } from '../support/cluster.ts';
 import { freePort } from '../support/ports.ts';
+import { agentcardBin } from '../support/test-package.ts';
 
 const node = join(repoRoot, 'node_modules', '.bin', 'node');
 let home: string;
@@ -28,7 +29,7 @@ function localEnv(): NodeJS.ProcessEnv {
 }
 
 function run(args: string[]) {
-  const child = spawn(node, [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...args], {
+  const child = spawn(node, [agentcardBin(), 'operator', ...args], {
     cwd: home,
     env: localEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -108,7 +109,7 @@ describe('agentcard operator on a developer machine', () => {
   it('without any kubeconfig, says where it looked, in one line (exit 1)', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'agentcard-home-'));
     try {
-      const child = spawn(node, [join(repoRoot, 'bin', 'agentcard.js'), 'operator'], {
+      const child = spawn(node, [agentcardBin(), 'operator'], {
         cwd: empty,
         env: { ...localEnv(), HOME: empty },
         stdio: ['ignore', 'pipe', 'pipe'],

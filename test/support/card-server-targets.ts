@@ -25,7 +25,7 @@ import type { ModeOptions, ServingTarget, TargetServer } from './card-servers.ts
 import { createTestNamespace, kubeConfig, kubeconfigPath } from './cluster.ts';
 import { waitFor } from './operator.ts';
 import { kubeconfigThrough, startRelay } from './relay.ts';
-import { BIN } from './sidecar-process.ts';
+import { agentcardBin } from './test-package.ts';
 import { DEFAULT_HOST } from './serving-conformance.ts';
 
 const CONFIGMAP = 'conformance-agent-card';
@@ -63,7 +63,7 @@ async function startCardServerTarget(
   const child = spawn(
     process.execPath,
     [
-      BIN,
+      agentcardBin(),
       'card-server',
       '--namespace',
       ns.name,

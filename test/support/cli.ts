@@ -1,13 +1,16 @@
-/** Runs the real `agentcard` command as a child process (Node.js 24 from node_modules). */
+/**
+ * Runs the real `agentcard` command as a child process (Node.js 24 from node_modules), from the
+ * package as it ships (test-package.ts).
+ */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { repoRoot } from './paths.ts';
+import { agentcardBin } from './test-package.ts';
 
 const node = join(repoRoot, 'node_modules/.bin/node');
-const bin = join(repoRoot, 'bin/agentcard.js');
 
 export type Result = { code: number; stdout: string; stderr: string };
 
@@ -18,7 +21,7 @@ export function agentcard(
   return new Promise((resolve) => {
     const child = execFile(
       node,
-      [bin, ...args],
+      [agentcardBin(), ...args],
       {
         cwd: opts.cwd ?? repoRoot,
         maxBuffer: 16 * 1024 * 1024,

@@ -28,6 +28,7 @@ import { createLogger } from '../../operator/log.ts';
 import { applyYaml, waitForCrdEstablished } from './apply.ts';
 import { kubeConfig, kubeconfigPath, testNamespace, type TestNamespace } from './cluster.ts';
 import { repoRoot } from './paths.ts';
+import { agentcardBin } from './test-package.ts';
 
 export const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 
@@ -383,7 +384,8 @@ export function watchLogs(child: ChildProcess): {
 }
 
 /**
- * Runs `bin/agentcard.js operator` on the Node.js 24 of node_modules, as a real child process
+ * Runs `agentcard operator` (the package as it ships: test-package.ts) on the Node.js 24 of
+ * node_modules, as a real child process
  * (against the shared control plane unless `opts.kubeconfig` names another; `opts.env` adds
  * environment variables such as POD_NAME).
  */
@@ -395,7 +397,7 @@ export function spawnOperator(
   const node = join(repoRoot, 'node_modules', '.bin', 'node');
   const child = spawn(
     node,
-    [join(repoRoot, 'bin', 'agentcard.js'), 'operator', ...baseFlags(namespace, opts.kubeconfig), ...extra],
+    [agentcardBin(), 'operator', ...baseFlags(namespace, opts.kubeconfig), ...extra],
     {
       cwd: repoRoot,
       env: { ...process.env, AGENTCARD_LOG_LEVEL: 'info', KUBECONFIG: '', ...opts.env },

@@ -1,11 +1,9 @@
 /** Runs the real `agentcard sidecar` command as its own process, as the injected container does. */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SIDECAR_NODE_OPTIONS } from '../../operator/sidecar/runtime.ts';
-
-export const BIN = join(import.meta.dirname, '../../bin/agentcard.js');
+import { agentcardBin } from './test-package.ts';
 
 export interface Running {
   child: ChildProcess;
@@ -23,7 +21,7 @@ export async function spawnSidecar(
   const child = spawn(
     process.execPath,
     [
-      BIN,
+      agentcardBin(),
       'sidecar',
       '--dir',
       dir,

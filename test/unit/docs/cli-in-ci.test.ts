@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { tempDir } from '../../support/cli.ts';
 import { fixturePath, repoRoot } from '../../support/paths.ts';
+import { agentcardBin } from '../../support/test-package.ts';
 
 type Step = { name?: string; run?: string; env?: Record<string, string> };
 type Workflow = { on: unknown; jobs: Record<string, { steps: Step[] }> };
@@ -50,13 +51,13 @@ beforeAll(() => {
   const workflow = parse(blocks('yaml')[0] ?? '') as Workflow;
   const steps = Object.values(workflow.jobs).flatMap((j) => j.steps);
   step = steps.find((s) => s.run?.includes('agentcard diff'))!;
-  // `agentcard` on PATH, as `npm install -g` puts it there.
+  // `agentcard` on PATH, as `npm install -g` puts it there: the package as it ships.
   bin = join(dir, 'bin');
   mkdirSync(bin);
   const shim = join(bin, 'agentcard');
   writeFileSync(
     shim,
-    `#!/bin/sh\nexec "${join(repoRoot, 'node_modules/.bin/node')}" "${join(repoRoot, 'bin/agentcard.js')}" "$@"\n`,
+    `#!/bin/sh\nexec "${join(repoRoot, 'node_modules/.bin/node')}" "${agentcardBin()}" "$@"\n`,
   );
   chmodSync(shim, 0o755);
   // The repository on GitHub: main holds the manifest.

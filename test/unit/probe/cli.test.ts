@@ -7,14 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobsFromManifest, parseDuration } from '../../../operator/cli/commands/probe.ts';
 import { type A2APeers, startA2APeers } from '../../support/a2a-peers.ts';
 import { type Impostor, okToEverything } from '../../support/impostors.ts';
-
-const BIN = new URL('../../../bin/agentcard.js', import.meta.url).pathname;
+import { agentcardBin } from '../../support/test-package.ts';
 
 function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      [BIN, 'probe', ...args],
+      [agentcardBin(), 'probe', ...args],
       { timeout: 20_000 },
       (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

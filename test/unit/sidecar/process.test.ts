@@ -7,7 +7,8 @@ import { rm } from 'node:fs/promises';
 import { Pool, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cardFiles, cardJson, kubeletWrite, tempDir } from '../../support/card-files.ts';
-import { BIN, spawnSidecar } from '../../support/sidecar-process.ts';
+import { spawnSidecar } from '../../support/sidecar-process.ts';
+import { agentcardBin } from '../../support/test-package.ts';
 import type { Running } from '../../support/sidecar-process.ts';
 
 const CARD_PATH = '/.well-known/agent-card.json';
@@ -139,7 +140,7 @@ describe('agentcard sidecar (process)', () => {
 
 describe('agentcard sidecar flags', () => {
   const runCli = (...args: string[]) =>
-    spawnSync(process.execPath, [BIN, 'sidecar', ...args], { encoding: 'utf8', timeout: 15_000 });
+    spawnSync(process.execPath, [agentcardBin(), 'sidecar', ...args], { encoding: 'utf8', timeout: 15_000 });
 
   it.each([
     [[], 'sidecar: --dir is required'],
@@ -173,7 +174,7 @@ describe('AGENTCARD_TRUST_FORWARDED_HOST', () => {
       ...cardFiles('1'),
       'host.api.example.com.agent-card.json': cardJson('1', 'api'),
     });
-    const bad = spawnSync(process.execPath, [BIN, 'sidecar', '--dir', dir], {
+    const bad = spawnSync(process.execPath, [agentcardBin(), 'sidecar', '--dir', dir], {
       encoding: 'utf8',
       timeout: 15_000,
       env: { ...process.env, AGENTCARD_TRUST_FORWARDED_HOST: 'yes' },
