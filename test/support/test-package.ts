@@ -15,8 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { stagePackage } from '../../build/bundle.ts';
+import { basename, join, relative } from 'node:path';
 import { repoRoot } from './paths.ts';
 
 const packagesDir = join(repoRoot, 'node_modules', '.cache', 'agentcard-test-package');
@@ -71,6 +70,9 @@ export async function stageTestPackage(log: (line: string) => void): Promise<str
   if (existsSync(join(dir, 'dist'))) return dir;
   const started = performance.now();
   const building = `${dir}.building-${process.pid}`;
+  // Loaded here, not at the top: every test file that runs `agentcard` imports this module, and
+  // only the global setup builds (esbuild's API is not worth loading in each of them).
+  const { stagePackage } = await import('../../build/bundle.ts');
   await stagePackage(building);
   try {
     renameSync(building, dir);
@@ -82,7 +84,7 @@ export async function stageTestPackage(log: (line: string) => void): Promise<str
   }
   for (const entry of readdirSync(packagesDir)) {
     const builder = /\.building-(\d+)$/.exec(entry)?.[1];
-    if (entry === relative(packagesDir, dir) || (builder && isRunning(Number(builder)))) continue;
+    if (entry === basename(dir) || (builder && isRunning(Number(builder)))) continue;
     rmSync(join(packagesDir, entry), { recursive: true, force: true });
   }
   return dir;
