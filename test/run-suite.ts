@@ -44,8 +44,14 @@ function run(name: string, args: string[], opts: RunOptions = {}): Promise<Outco
       stdio: opts.holdOutput ? ['ignore', 'pipe', 'pipe'] : 'inherit',
     });
     // Set before the child has started anything (Node.js takes far longer to boot), so that every
-    // process of the run inherits it.
-    if (opts.niceness && child.pid) setPriority(child.pid, opts.niceness);
+    // process of the run inherits it. A child already gone is reported by its 'close' below.
+    if (opts.niceness && child.pid) {
+      try {
+        setPriority(child.pid, opts.niceness);
+      } catch {
+        // it exited at once: nothing to lower
+      }
+    }
     const chunks: Buffer[] = [];
     child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
     child.stderr?.on('data', (chunk: Buffer) => chunks.push(chunk));
