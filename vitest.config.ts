@@ -9,9 +9,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // file is compiled again. It lives in node_modules, which a fresh clone's `npm ci` makes anew.
 process.env.NODE_COMPILE_CACHE ??= join(import.meta.dirname, 'node_modules', '.cache', 'node-compile-cache');
 
-// The integration files that must have a control plane to themselves: they run one at a time
-// (`integration-serial`), on a control plane of their own when `npm test` runs them beside the
-// others (test/run-suite.ts), after the others in one vitest run of both projects. Every other integration file runs beside others
+// The integration files that must have the shared control plane to themselves: they run one at a
+// time, after the others (`integration-serial`). Every other integration file runs beside others
 // (`integration`), so it must touch only objects of its own: namespaces from createTestNamespace /
 // useTestNamespace, an operator with --namespace for each of them, cluster-scoped objects under
 // names of its own, and no counter of the whole API server. docs/development.md ("Tests") has the
@@ -53,12 +52,12 @@ const INTEGRATION_WORKERS = 3;
 // itself), `integration` (talks to the real kube-apiserver that the global setup starts once per
 // run; two vitest projects, below) and `node` (a one-node cluster whose Pods really run, in
 // namespaces of its own: test/node/).
-// `npm test` (test/run-suite.ts) runs three vitest runs at once: `unit` and `integration` in one,
-// `integration-serial` in another on a control plane of its own (AGENTCARD_CLUSTER_DIR), and
-// `node` through `npm run test:node` (test/node/run.ts): its global setup and timeouts are its
-// own, and it needs Linux, root, namespaces and cgroup v1. Where the machine has not those,
-// test/node/run.ts says why and skips it (fails with AGENTCARD_NODE_TESTS=required); `vitest run
-// --project node` there fails in the global setup with the same reason.
+// `npm test` (test/run-suite.ts) runs `unit` and `integration` in one vitest run, then
+// `integration-serial` in another while `npm run test:node` (test/node/run.ts) runs `node` alone
+// beside it: its global setup and timeouts are its own, and it needs Linux, root, namespaces and
+// cgroup v1. Where the machine has not those, test/node/run.ts says why and skips it (fails with
+// AGENTCARD_NODE_TESTS=required); `vitest run --project node` there fails in the global setup with
+// the same reason.
 //
 // Within one run of several projects (`npx vitest run --project 'integration*'`), the groups go
 // one after the other (sequence.groupOrder): `unit` and `integration` together
@@ -91,8 +90,7 @@ export default defineConfig({
           testTimeout: 30_000,
           // In the same group as `integration`, sharing its workers (vitest gives a group one
           // worker count): the integration files mostly wait on the control plane, while the unit
-          // files keep the cores busy. The serial integration files run after both in one run of
-          // every project; `npm test` runs them beside both, on a control plane of their own.
+          // files keep the cores busy. The serial integration files run after both, alone.
           maxWorkers: INTEGRATION_WORKERS,
           sequence: { groupOrder: 1 },
         },

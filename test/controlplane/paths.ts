@@ -8,13 +8,8 @@ export const moduleDir = dirname(fileURLToPath(import.meta.url));
 /** The repository root. */
 export const repoRoot = resolve(moduleDir, '..', '..');
 
-/**
- * Per-checkout state of the running control plane: kubeconfig, certificates, data, logs
- * (git-ignored). `AGENTCARD_CLUSTER_DIR` (relative to the repository root) names another folder,
- * for a second control plane beside the first: `npm test` runs the serial integration files on
- * one of their own in `.cluster-serial/` (test/run-suite.ts).
- */
-export const clusterDir = resolve(repoRoot, process.env.AGENTCARD_CLUSTER_DIR || '.cluster');
+/** Per-checkout state of the running control plane: kubeconfig, certificates, data, logs (git-ignored). */
+export const clusterDir = join(repoRoot, '.cluster');
 
 /** Where the kubeconfig of the running control plane is written. */
 export const kubeconfigFile = join(clusterDir, 'kubeconfig');

@@ -22,11 +22,7 @@ const kc = kubeConfig();
 const api = new Api(kc);
 const namespaces: TestNamespace[] = [];
 const CARDS = 300;
-// A resync of the 300 unchanged cards must end before the next one starts, or the log's order
-// mixes two resyncs. That takes a few seconds on a quiet machine and up to about 30 s while
-// `npm test` runs its three vitest runs at once (this file's at a lower CPU priority,
-// test/run-suite.ts): 20 s was too short there, twice.
-const RESYNC_S = 45;
+const RESYNC_S = 20;
 
 beforeAll(async () => {
   await installCrd(kc);
@@ -72,11 +68,7 @@ describe('controller: queue priorities', () => {
       );
       // A first full resync shows the order a resync goes in; its last card is the one to edit.
       const quiet = op.logs.length;
-      await waitFor(
-        'a first resync',
-        async () => planned(op.logs, quiet).length >= CARDS,
-        2 * RESYNC_S * 1000,
-      );
+      await waitFor('a first resync', async () => planned(op.logs, quiet).length >= CARDS, 60_000);
       const order = planned(op.logs, quiet)
         .slice(0, CARDS)
         .map((p) => p.name);
@@ -111,5 +103,5 @@ describe('controller: queue priorities', () => {
     } finally {
       await op.stop();
     }
-  }, 360_000);
+  }, 240_000);
 });

@@ -108,7 +108,7 @@ describe('served-card check through real proxies', () => {
       }),
       signing: { keys: [{ secretRef: { name: 'weather-key', key: 'jwk' } }] },
       // The check's timeout is the probe's. Not 2 s: two nginx hosts once took longer than that
-      // while `npm test` saturated the machine, and a verdict of Unreachable failed both tests.
+      // on a saturated machine, and a verdict of Unreachable failed both tests.
       probe: { enabled: false, interval: '10s', timeout: '8s' },
       audiences: [
         audience('rewritten', ports[0]!),
