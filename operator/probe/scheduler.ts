@@ -8,6 +8,13 @@
  * - a new key, or a changed one (interfaces, interval, timeout or revision), is probed at once;
  * - after a card's first round its next one falls anywhere in [0.5, 1.5] x interval, so cards
  *   created together do not stay in step; later rounds get +-10% jitter;
+ * - until every interface of a new or changed key has answered once, a round with a failure is
+ *   followed by a shorter one: after 5 s, then 10, 20, 40 s (+-10%), as long as that is sooner
+ *   than the round the interval plans. An AgentCard is usually applied with its agent's
+ *   Deployment (one Helm release, one GitOps sync), so its first probe often runs before the
+ *   agent's Pod is Ready; without this, it would read unreachable for up to 1.5 intervals
+ *   (90 s at the default 60 s) after the agent is up. These retries do not count as failures
+ *   for the backoff below, and a card that answers at once has none;
  * - a failing interface backs off by sitting out rounds: probed again after 1, 2, 4, then every
  *   8 rounds (at most maxBackoffMs apart); an Unsupported one is not asked again until the key
  *   changes. Its last result is reported in the rounds it sits out.
@@ -61,6 +68,18 @@ export function roundDelayMs(intervalMs: number, random: number, first: boolean)
   return first ? intervalMs * (0.5 + random) : intervalMs * (0.9 + 0.2 * random);
 }
 
+/** First delay of the retries of a key that has not answered yet; each next one doubles. */
+const SETTLING_RETRY_MS = 5_000;
+
+/**
+ * Delay of the `retry`-th (0-based) early retry of a key whose interfaces have not all answered
+ * once, or undefined once the round the interval plans (`plannedMs`) comes as soon (pure).
+ */
+export function settlingRetryMs(retry: number, plannedMs: number, random: number): number | undefined {
+  const delay = SETTLING_RETRY_MS * 2 ** retry * (0.9 + 0.2 * random);
+  return delay < plannedMs ? delay : undefined;
+}
+
 /**
  * How many rounds a failing interface sits out before its next probe (pure). `failures`:
  * consecutive failed probes so far. 0, 1, 3, then 7 (i.e. probed after 1, 2, 4, 8 rounds), never
@@ -81,6 +100,10 @@ interface Entry {
   failures: number[];
   /** Rounds each interface still sits out (Infinity: never probed again). */
   skip: number[];
+  /** Whether each interface has answered since the key was added or changed. */
+  answered: boolean[];
+  /** Early retries so far; undefined once the key is settled (every interface answered once, or the interval's round came sooner). */
+  settlingRetries?: number;
   timer?: NodeJS.Timeout;
   /** When the timer fires (ms since the epoch); undefined while no round is planned. */
   dueAt?: number;
@@ -141,6 +164,8 @@ export class ProbeScheduler {
       results: new Array<ProbeResult | undefined>(n).fill(undefined),
       failures: new Array<number>(n).fill(0),
       skip: new Array<number>(n).fill(0),
+      answered: new Array<boolean>(n).fill(false),
+      settlingRetries: 0,
       abort: new AbortController(),
       rounds: 0,
     };
@@ -221,7 +246,10 @@ export class ProbeScheduler {
           entry.skip[i] = Infinity;
           return;
         }
-        entry.failures[i] = result.reachable ? 0 : entry.failures[i]! + 1;
+        if (result.reachable) entry.answered[i] = true;
+        // While the key settles, a failure is counted once: its early retries are not the backoff's.
+        const settling = entry.settlingRetries !== undefined;
+        entry.failures[i] = result.reachable ? 0 : settling ? 1 : entry.failures[i]! + 1;
         entry.skip[i] = backoffRounds(entry.failures[i]!, config.intervalMs, this.#opts.maxBackoffMs);
       }),
     );
@@ -231,7 +259,17 @@ export class ProbeScheduler {
     this.#opts.onResults(entry.key, [...(entry.results as ProbeResult[])]);
     // Nothing left to ask (all Unsupported, or no interfaces): no more rounds until a change.
     if (entry.skip.every((s) => s === Infinity)) return;
-    this.#schedule(entry, roundDelayMs(config.intervalMs, this.#random(), first));
+    const planned = roundDelayMs(config.intervalMs, this.#random(), first);
+    this.#schedule(entry, this.#settlingDelay(entry, planned) ?? planned);
+  }
+
+  /** The next early retry of a key not settled yet, or undefined (and the key settled). */
+  #settlingDelay(entry: Entry, plannedMs: number): number | undefined {
+    if (entry.settlingRetries === undefined) return undefined;
+    const waiting = entry.answered.some((answered, i) => !answered && entry.skip[i] !== Infinity);
+    const delay = waiting ? settlingRetryMs(entry.settlingRetries, plannedMs, this.#random()) : undefined;
+    entry.settlingRetries = delay === undefined ? undefined : entry.settlingRetries + 1;
+    return delay;
   }
 
   async #probeOne(entry: Entry, target: ProbeTarget): Promise<ProbeResult> {

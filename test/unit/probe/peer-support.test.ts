@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { credentialHeaders, normalizeInterfaceUrl } from '../../../operator/probe/credentials.ts';
 import { ProbeLimiter, hostKey } from '../../../operator/probe/limiter.ts';
 import { bindingLabel, createProbeMetrics } from '../../../operator/probe/metrics.ts';
-import { backoffRounds, roundDelayMs } from '../../../operator/probe/scheduler.ts';
+import { backoffRounds, roundDelayMs, settlingRetryMs } from '../../../operator/probe/scheduler.ts';
 import type { ProbeResult } from '../../../operator/probe/types.ts';
 
 describe('credentialHeaders', () => {
@@ -109,6 +109,15 @@ describe('round timing', () => {
     expect(roundDelayMs(60_000, 0, false)).toBe(54_000);
     expect(roundDelayMs(60_000, 1, false)).toBe(66_000);
     expect(roundDelayMs(60_000, 0.5, false)).toBe(60_000);
+  });
+
+  it('retries a key that has not answered after 5, 10, 20, 40 s, while sooner than the planned round', () => {
+    expect([0, 1, 2, 3].map((r) => settlingRetryMs(r, 60_000, 0.5))).toEqual([5_000, 10_000, 20_000, 40_000]);
+    expect(settlingRetryMs(4, 60_000, 0.5)).toBeUndefined(); // 80 s: the interval's round comes first
+    expect(settlingRetryMs(0, 60_000, 0)).toBe(4_500);
+    expect(settlingRetryMs(0, 60_000, 1)).toBe(5_500);
+    expect(settlingRetryMs(0, 5_000, 0.5)).toBeUndefined(); // a short interval needs no retry
+    expect(settlingRetryMs(1, 10_000, 0.5)).toBeUndefined();
   });
 
   it('backs failures off to 1, 2, 4, then every 8 rounds, within maxBackoffMs', () => {

@@ -2,6 +2,7 @@
  * ProbeScheduler against real @a2a-js/sdk peers on 127.0.0.1, with short intervals (the 10 s
  * minimum is a spec validation rule; the scheduler itself takes any interval).
  */
+import { createServer, connect, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { credentialHeaders } from '../../../operator/probe/credentials.ts';
@@ -111,6 +112,41 @@ describe('ProbeScheduler', () => {
     expect(c.calls.get('ns/a')![1]).toHaveLength(3);
     scheduler.upsert('ns/a', { ...config, interfaces: ifaces(peers), revision: 'secret-v2' });
     await c.until('ns/a', 3, 1500);
+  });
+
+  it('retries a card whose agent was not up yet after 5 s, not a whole interval, then settles', async () => {
+    // The agent's port refuses connections until `up`, then forwards to a real peer.
+    let up = false;
+    const upstream = new URL(peers.jsonrpc);
+    const gate = createServer((socket) => {
+      if (!up) return void socket.resetAndDestroy();
+      const agent = connect(Number(upstream.port), upstream.hostname);
+      socket.pipe(agent).pipe(socket);
+      agent.on('error', () => socket.destroy());
+      socket.on('error', () => agent.destroy());
+    });
+    await new Promise<void>((r) => gate.listen(0, '127.0.0.1', r));
+    try {
+      const c = collector();
+      scheduler = new ProbeScheduler({ policy, onResults: c.onResults, random: () => 0.5 });
+      const url = `http://127.0.0.1:${(gate.address() as AddressInfo).port}${upstream.pathname}`;
+      scheduler.upsert('ns/late', {
+        interfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        intervalMs: 60_000,
+        timeoutMs: 2000,
+      });
+      await c.until('ns/late', 1);
+      const firstAt = Date.now();
+      expect(c.calls.get('ns/late')![0]![0]!.reachable).toBe(false);
+      up = true;
+      await c.until('ns/late', 2, 10_000);
+      expect(Date.now() - firstAt).toBeGreaterThan(4_000);
+      expect(c.calls.get('ns/late')![1]![0]!.reason).toBe('Reachable');
+      // Every interface has answered: the next round is the interval's again.
+      expect(scheduler.nextRoundAt('ns/late')!).toBeGreaterThan(Date.now() + 50_000);
+    } finally {
+      gate.close();
+    }
   });
 
   it('sends credentials only to the interface they belong to', async () => {
