@@ -20,7 +20,9 @@ import {
   operatorMetrics,
   sampleCard,
   sleep,
+  waitFor,
   type AgentCardLive,
+  type ChildOperator,
 } from './operator.ts';
 
 export interface FaultCluster {
@@ -140,6 +142,54 @@ export async function convergedCards(api: Api, namespace: string): Promise<Set<s
       done.add(card.metadata.name);
   }
   return done;
+}
+
+/**
+ * Waits until `count` cards of the namespace have converged. On a timeout the error says which
+ * cards have not and why (generation, Ready, the version served), with the last lines each given
+ * operator logged: a slow machine and a stalled operator look alike from the count alone.
+ */
+export async function waitForConverged(
+  api: Api,
+  namespace: string,
+  count: number,
+  timeoutMs: number,
+  operators: ChildOperator[] = [],
+): Promise<void> {
+  try {
+    await waitFor(
+      `${count} converged`,
+      async () => (await convergedCards(api, namespace)).size === count,
+      timeoutMs,
+    );
+  } catch (err) {
+    const [done, cards, cms] = await Promise.all([
+      convergedCards(api, namespace),
+      listCards(api, namespace),
+      api.core.listNamespacedConfigMap({ namespace, labelSelector: OWNED_SELECTOR }),
+    ]);
+    const served = new Map(cms.items.map((cm) => [cm.metadata?.name ?? '', servedVersion(cm)]));
+    const pending = cards
+      .filter((card) => !done.has(card.metadata.name))
+      .slice(0, 5)
+      .map((card) => {
+        const ready = condition(card, 'Ready');
+        return (
+          `${card.metadata.name}: generation ${card.metadata.generation}, observed ${card.status?.observedGeneration}, ` +
+          `Ready ${ready ? `${ready.status} (${ready.reason})` : 'not set'}, wants ${(card.spec.card as { version?: string }).version}, ` +
+          `serves ${served.get(`${card.metadata.name}-agent-card`) ?? 'nothing'}`
+        );
+      });
+    const logs = operators.map(
+      (op, i) => `operator ${i} (exit ${op.child.exitCode}):\n${op.lines.slice(-15).join('\n')}`,
+    );
+    throw new Error(
+      [`${(err as Error).message}: ${done.size} of ${cards.length} converged`, ...pending, ...logs].join(
+        '\n',
+      ),
+      { cause: err },
+    );
+  }
 }
 
 /** The card version a published ConfigMap serves. */

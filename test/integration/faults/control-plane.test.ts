@@ -13,6 +13,7 @@ import {
   PublishedHistory,
   retrying,
   startFaultCluster,
+  waitForConverged,
   type FaultCluster,
 } from '../../support/faults.ts';
 import { join } from 'node:path';
@@ -100,11 +101,7 @@ async function burstThroughOutage(opts: {
   );
   const lastApply = Date.now();
   const { up, down, writesDuringOutage } = await outage!;
-  await waitFor(
-    `all ${opts.count} AgentCards converged`,
-    async () => (await convergedCards(api, ns)).size === opts.count,
-    180_000,
-  );
+  await waitForConverged(api, ns, opts.count, 180_000, [op]);
   const convergedAfterMs = Date.now() - up;
   const convergedAfterLastApplyMs = Date.now() - Math.max(lastApply, up);
   // Settled: nothing queued and the write counters still for two readings 2 s apart.
@@ -201,11 +198,7 @@ describe('faults: control plane restarts', () => {
     operators.push(op);
     try {
       const port = await op.metricsPort();
-      await waitFor(
-        '20 AgentCards converged',
-        async () => (await convergedCards(api, ns)).size === 20,
-        60_000,
-      );
+      await waitForConverged(api, ns, 20, 60_000, [op]);
       const history = new PublishedHistory(kc, ns);
       await history.start();
       const before = await attemptedWrites(port);

@@ -19,6 +19,7 @@ import {
   PublishedHistory,
   retrying,
   startFaultCluster,
+  waitForConverged,
   type FaultCluster,
 } from '../../support/faults.ts';
 import { recordFigure } from '../../support/figures.ts';
@@ -126,7 +127,7 @@ describe('faults: around the operator', () => {
     await burst;
     await standby.waitForLog('became leader', 20_000);
     const tookOverMs = Date.now() - killed;
-    await waitFor('100 converged', async () => (await convergedCards(api, ns)).size === 100, 60_000);
+    await waitForConverged(api, ns, 100, 60_000, [standby]);
     const convergedMs = Date.now() - killed;
     await settled(await standby.metricsPort());
     const after = await controllerWrites(kc);
@@ -160,7 +161,7 @@ describe('faults: around the operator', () => {
       // A fresh operator per fault, so the second does not start with backoffs the first grew.
       const op = operator(ns, ['--no-leader-elect'], kubeconfig);
       const port = await op.metricsPort();
-      await waitFor('50 converged', async () => (await convergedCards(api, ns)).size === 50, 60_000);
+      await waitForConverged(api, ns, 50, 60_000, [op]);
       await settled(port);
       const version = status === 429 ? '2.0.0' : '3.0.0';
       const writesBefore = await attemptedWrites(port);
@@ -213,7 +214,7 @@ describe('faults: around the operator', () => {
     const names = await namespace(ns, 3);
     const op = operator(ns, ['--no-leader-elect']);
     const port = await op.metricsPort();
-    await waitFor('3 converged', async () => (await convergedCards(api, ns)).size === 3, 60_000);
+    await waitForConverged(api, ns, 3, 60_000, [op]);
     await settled(port);
     const cmOf = async (name: string) => (await api.getConfigMap(ns, `${name}-agent-card`)) as V1ConfigMap;
     const original = await cmOf(names[0]!);
@@ -419,7 +420,7 @@ describe('faults: around the operator', () => {
     const published = cms.length;
     // A successor converges the rest, writing each remaining ConfigMap once.
     const next = operator(ns, leaderFlags(ns));
-    await waitFor('100 converged', async () => (await convergedCards(api, ns)).size === 100, 90_000);
+    await waitForConverged(api, ns, 100, 90_000, [next]);
     await settled(await next.metricsPort());
     await history.stop();
     const after = await controllerWrites(kc);
