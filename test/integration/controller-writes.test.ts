@@ -212,8 +212,8 @@ describe('controller: writes', () => {
     namespaces.push(ns);
     await api.putSecret(ns.name, 'key', { jwk: await privateJwk('s1') }, true);
     const names = await createCards(ns.name, 100, 'key');
-    // A short resync, so that the four full resyncs below take about 40 s.
-    const op = await startOperator(ns.name, ['--resync', '10s', '--concurrency', '4']);
+    // A short resync, so that the four full resyncs below take about 20 s.
+    const op = await startOperator(ns.name, ['--resync', '5s', '--concurrency', '4']);
     try {
       await waitFor(
         '100 AgentCards Ready',
@@ -222,8 +222,8 @@ describe('controller: writes', () => {
       );
       // Settled, counted rather than waited for: the first round's last writes (an Event can
       // follow the status that reads Ready) are over once a whole round of reconciles (one per
-      // card, as the 10 s resync makes them) has gone by without the operator writing anything.
-      // (The queue is never idle here: the resync refills it every 10 s.)
+      // card, as the 5 s resync makes them) has gone by without the operator writing anything.
+      // (The queue is never idle here: the resync refills it every 5 s.)
       const progress = async () => {
         const text = await operatorMetrics(op.metricsPort());
         return {
@@ -246,7 +246,7 @@ describe('controller: writes', () => {
       const eventsBefore = (await api.core.listNamespacedEvent({ namespace: ns.name })).items.length;
 
       // Counted, not slept through: the window ends once every card was reconciled again by the
-      // resyncs, four times over on average (about 40 s at a 10 s resync).
+      // resyncs, four times over on average (about 20 s at a 5 s resync).
       const successes = (text: string) =>
         metricValue(text, 'agentcard_reconcile_total', { result: 'success' });
       const reconcilesBefore = successes(metricsBefore);
