@@ -754,10 +754,10 @@ export function kubeletConfig(cgroupRoot: string): object {
     // A Pod's ConfigMap volume is brought up to date on the kubelet's periodic sync of the Pod
     // (https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically),
     // every syncFrequency, 1 minute by default. The tests wait for that update after nearly every
-    // card change (a card published after its Pod started, a spec change, a catalog); with 10 s
+    // card change (a card published after its Pod started, a spec change, a catalog); with 3 s
     // they see the same update without a minute's wait each time. A user's cluster keeps the
     // default: the docs say "about a minute".
-    syncFrequency: '10s',
+    syncFrequency: '3s',
     readOnlyPort: 0,
     serializeImagePulls: false,
   };
