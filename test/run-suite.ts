@@ -4,7 +4,8 @@
 //    plane (vitest.config.ts).
 // 2. Then, at the same time:
 //    - `integration-serial`, one file at a time with the control plane to itself (a fresh one:
-//      this run's global setup starts it again, in about 5 s);
+//      this run's global setup starts it again, in about 5 s), with a few files that could run
+//      in step 1 but take its CPU there (LATE_INTEGRATION in vitest.config.ts);
 //    - the `node` project (`npm run test:node`, test/node/run.ts), on the node cluster: another
 //      API server, etcd and kubelet, in network, mount and PID namespaces of their own, with state
 //      in `.node-cluster/` rather than `.cluster/`. Nothing a serial file counts, compacts or
