@@ -80,11 +80,7 @@ const { api, ns } = useOperatorInNamespace('adopt-agents', {
   },
 });
 
-const published = async (name: string): Promise<Record<string, unknown> | undefined> => {
-  const cm = await api.getConfigMap(ns.name, `${name}-agent-card`);
-  const text = cm?.data?.['agent-card.json'];
-  return text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
-};
+const published = (name: string) => api.publishedCard(ns.name, name);
 
 describe('adopting the card a real agent serves', () => {
   it('adopts the @a2a-js/sdk server card, fixes it with the overlay, probes it, and follows its changes', async () => {

@@ -132,11 +132,7 @@ const { api, ns, kc } = useOperatorInNamespace('adopt-source', {
  */
 let goneReset: net.Server | undefined;
 
-const published = async (name: string): Promise<Record<string, unknown> | undefined> => {
-  const cm = await api.getConfigMap(ns.name, `${name}-agent-card`);
-  const text = cm?.data?.['agent-card.json'];
-  return text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
-};
+const published = (name: string) => api.publishedCard(ns.name, name);
 
 const sourceCondition = async (name: string) =>
   condition(await api.getCard(ns.name, name), 'SourceAvailable');

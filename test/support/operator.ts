@@ -171,6 +171,12 @@ export class Api {
     }
   }
 
+  /** The card a card's published ConfigMap serves (agent-card.json, parsed), or undefined. */
+  async publishedCard(namespace: string, name: string): Promise<Record<string, unknown> | undefined> {
+    const text = (await this.getConfigMap(namespace, `${name}-agent-card`))?.data?.['agent-card.json'];
+    return text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+  }
+
   /** Creates or replaces a Secret holding `material` under `key`. */
   async putSecret(
     namespace: string,
