@@ -119,28 +119,39 @@ export async function listCards(api: Api, namespace: string): Promise<AgentCardL
 }
 
 /**
- * Cards that have converged: Ready, status for the current generation, and a published
- * ConfigMap that serves the card version of the current spec with the digest the status reports.
+ * Whether a card has converged: Ready, status for the current generation, and a published
+ * ConfigMap (`cm`) that serves the card version of the current spec, the version the status
+ * reports (pure).
  */
-export async function convergedCards(api: Api, namespace: string): Promise<Set<string>> {
+function isConverged(card: AgentCardLive, cm: V1ConfigMap | undefined): boolean {
+  const want = (card.spec.card as { version?: string }).version;
+  return (
+    condition(card, 'Ready')?.status === 'True' &&
+    card.status?.observedGeneration === card.metadata.generation &&
+    cm !== undefined &&
+    servedVersion(cm) === want &&
+    card.status?.card?.version === want
+  );
+}
+
+/** The namespace's cards, each with its published ConfigMap (one list of each). */
+async function cardsWithConfigMaps(
+  api: Api,
+  namespace: string,
+): Promise<Array<{ card: AgentCardLive; cm: V1ConfigMap | undefined }>> {
   const [cards, cms] = await Promise.all([
     listCards(api, namespace),
     api.core.listNamespacedConfigMap({ namespace, labelSelector: OWNED_SELECTOR }),
   ]);
   const byName = new Map(cms.items.map((cm) => [cm.metadata?.name ?? '', cm]));
+  return cards.map((card) => ({ card, cm: byName.get(`${card.metadata.name}-agent-card`) }));
+}
+
+/** Cards that have converged (isConverged). */
+export async function convergedCards(api: Api, namespace: string): Promise<Set<string>> {
   const done = new Set<string>();
-  for (const card of cards) {
-    const cm = byName.get(`${card.metadata.name}-agent-card`);
-    const want = (card.spec.card as { version?: string }).version;
-    if (
-      condition(card, 'Ready')?.status === 'True' &&
-      card.status?.observedGeneration === card.metadata.generation &&
-      cm &&
-      servedVersion(cm) === want &&
-      card.status?.card?.version === want
-    )
-      done.add(card.metadata.name);
-  }
+  for (const { card, cm } of await cardsWithConfigMaps(api, namespace))
+    if (isConverged(card, cm)) done.add(card.metadata.name);
   return done;
 }
 
@@ -163,30 +174,25 @@ export async function waitForConverged(
       timeoutMs,
     );
   } catch (err) {
-    const [done, cards, cms] = await Promise.all([
-      convergedCards(api, namespace),
-      listCards(api, namespace),
-      api.core.listNamespacedConfigMap({ namespace, labelSelector: OWNED_SELECTOR }),
-    ]);
-    const served = new Map(cms.items.map((cm) => [cm.metadata?.name ?? '', servedVersion(cm)]));
-    const pending = cards
-      .filter((card) => !done.has(card.metadata.name))
-      .slice(0, 5)
-      .map((card) => {
-        const ready = condition(card, 'Ready');
-        return (
-          `${card.metadata.name}: generation ${card.metadata.generation}, observed ${card.status?.observedGeneration}, ` +
-          `Ready ${ready ? `${ready.status} (${ready.reason})` : 'not set'}, wants ${(card.spec.card as { version?: string }).version}, ` +
-          `serves ${served.get(`${card.metadata.name}-agent-card`) ?? 'nothing'}`
-        );
-      });
+    const all = await cardsWithConfigMaps(api, namespace);
+    const waiting = all.filter(({ card, cm }) => !isConverged(card, cm));
+    const pending = waiting.slice(0, 5).map(({ card, cm }) => {
+      const ready = condition(card, 'Ready');
+      return (
+        `${card.metadata.name}: generation ${card.metadata.generation}, observed ${card.status?.observedGeneration}, ` +
+        `Ready ${ready ? `${ready.status} (${ready.reason})` : 'not set'}, wants ${(card.spec.card as { version?: string }).version}, ` +
+        `serves ${cm ? servedVersion(cm) : 'nothing'}`
+      );
+    });
     const logs = operators.map(
       (op, i) => `operator ${i} (exit ${op.child.exitCode}):\n${op.lines.slice(-15).join('\n')}`,
     );
     throw new Error(
-      [`${(err as Error).message}: ${done.size} of ${cards.length} converged`, ...pending, ...logs].join(
-        '\n',
-      ),
+      [
+        `${(err as Error).message}: ${all.length - waiting.length} of ${all.length} converged`,
+        ...pending,
+        ...logs,
+      ].join('\n'),
       { cause: err },
     );
   }
