@@ -24,8 +24,8 @@ const SECRET_QUERY_PARAM =
 /** What kind of credential `text` seems to hold, or undefined. */
 export function credentialKind(text: string): string | undefined {
   for (const { kind, re } of PATTERNS) if (re.test(text)) return kind;
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) && URL.canParse(text)) {
-    const u = new URL(text);
+  const u = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? URL.parse(text) : null;
+  if (u) {
     if (u.password) return 'a password in a URL';
     for (const [name, value] of u.searchParams) {
       if (SECRET_QUERY_PARAM.test(name) && value.length >= 8)
@@ -48,34 +48,43 @@ export function findCredentials(
 ): { problems: Problem[]; secretKeys: string[] } {
   const problems: Problem[] = [];
   const secretKeys: string[] = [];
-  const report = (path: PathSegment[], kind: string) =>
+  const report = (path: readonly PathSegment[], kind: string) =>
     problems.push({
       path: formatPath(path) || '(root)',
       message: `looks like ${kind}; a card is public and must not carry credentials`,
       severity: 'error',
     });
-  const walk = (v: unknown, path: PathSegment[], depth: number): void => {
+  // One path array, pushed and popped as the walk goes down and up; a report copies it into a
+  // string. The scan runs over every card of every reconcile.
+  const path: PathSegment[] = [...prefix];
+  const walk = (v: unknown, depth: number): void => {
     if (depth > 64) return;
     if (typeof v === 'string') {
       const kind = credentialKind(v);
       if (kind) report(path, kind);
     } else if (Array.isArray(v)) {
-      v.forEach((item, i) => walk(item, [...path, i], depth + 1));
+      for (let i = 0; i < v.length; i++) {
+        path.push(i);
+        walk(v[i], depth + 1);
+        path.pop();
+      }
     } else if (v !== null && typeof v === 'object') {
       const obj = v as Record<string, unknown>;
       // A private JWK (it has the private exponent or scalar "d").
       if (typeof obj.kty === 'string' && typeof obj.d === 'string') report(path, 'a private JWK');
-      for (const [key, child] of Object.entries(obj)) {
+      for (const key of Object.keys(obj)) {
         if (depth === 0 && key === 'signatures') continue;
         const kind = credentialKind(key);
+        path.push(kind ? REDACTED : key);
         if (kind) {
           secretKeys.push(key);
-          report([...path, REDACTED], kind);
+          report(path, kind);
         }
-        walk(child, [...path, kind ? REDACTED : key], depth + 1);
+        walk(obj[key], depth + 1);
+        path.pop();
       }
     }
   };
-  walk(value, [...prefix], 0);
+  walk(value, 0);
   return { problems, secretKeys };
 }

@@ -32,14 +32,25 @@ const isEmpty = (v: unknown): boolean =>
   (Array.isArray(v) && v.length === 0) ||
   (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0);
 
-/** Paths of every empty value ("", null, [], {}) in the rendered card. */
+/**
+ * Paths of every empty value ("", null, [], {}) in the rendered card. `path` is pushed and popped
+ * as the walk goes; only the path of an empty value is copied.
+ */
 function emptyValues(value: unknown, path: PathSegment[], out: PathSegment[][]): void {
   if (isEmpty(value)) {
-    out.push(path);
+    out.push([...path]);
   } else if (Array.isArray(value)) {
-    value.forEach((v, i) => emptyValues(v, [...path, i], out));
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      emptyValues(value[i], path, out);
+      path.pop();
+    }
   } else if (typeof value === 'object' && value !== null) {
-    for (const [k, v] of Object.entries(value)) emptyValues(v, [...path, k], out);
+    for (const key of Object.keys(value)) {
+      path.push(key);
+      emptyValues((value as Record<string, unknown>)[key], path, out);
+      path.pop();
+    }
   }
 }
 

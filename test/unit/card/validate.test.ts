@@ -259,6 +259,25 @@ describe('nesting limit', () => {
     }
   });
 
+  it('names the first place past the limit in document order, by its exact path', () => {
+    const card = customerSupportCard() as any;
+    card.capabilities = {
+      ...card.capabilities,
+      extensions: [
+        {
+          uri: 'https://x.example/a',
+          params: { flat: { x: 1 }, list: [1, { y: [2] }, nested(40, 'object')] },
+        },
+        { uri: 'https://x.example/b', params: nested(40, 'object') },
+      ],
+    };
+    const r = validateCard(card);
+    expect(r.problems).toHaveLength(1);
+    // list[2] is the object at level 6 (card 0, capabilities 1, extensions 2, [0] 3, params 4,
+    // list 5); 26 levels of `a` below it is level 32, the first past the limit.
+    expect(r.problems[0]!.path).toBe(`capabilities.extensions[0].params.list[2]${'.a'.repeat(26)}`);
+  });
+
   it('accepts free-form params up to the limit, and refuses one level more', () => {
     // The card root is level 0; params sits at capabilities.extensions[0].params (level 4), so a
     // value nested 27 more levels puts its innermost object at level 31: the last one allowed.
