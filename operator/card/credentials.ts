@@ -24,8 +24,9 @@ const SECRET_QUERY_PARAM =
 /** What kind of credential `text` seems to hold, or undefined. */
 export function credentialKind(text: string): string | undefined {
   for (const { kind, re } of PATTERNS) if (re.test(text)) return kind;
-  const u = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? URL.parse(text) : null;
-  if (u) {
+  // URL.canParse, not URL.parse: the CLI supports Node.js 22.0, and URL.parse came in 22.1.
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) && URL.canParse(text)) {
+    const u = new URL(text);
     if (u.password) return 'a password in a URL';
     for (const [name, value] of u.searchParams) {
       if (SECRET_QUERY_PARAM.test(name) && value.length >= 8)
