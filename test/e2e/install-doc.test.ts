@@ -111,6 +111,8 @@ function checkOutput(block: InstallDocBlock, output: string): void {
     expect(output).toMatch(/verified/);
   }
   if (block.code.includes('kubectl run card-check')) expect(output).toMatch(/1 card, 1 ok/);
+  if (block.code.includes('kubectl run webhook-check'))
+    expect(output).toMatch(/^the webhook injects the sidecar$/m);
 }
 
 describe('docs/install.md on the node, as written', () => {
