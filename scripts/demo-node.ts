@@ -121,6 +121,10 @@ export async function runNodeDemo(ctx: NodeDemoContext): Promise<string[]> {
         run: async () =>
           void (await helm(['uninstall', RELEASE, '--namespace', RELEASE_NAMESPACE, '--wait'])),
       });
+      // Ready operator Pods are not yet a Service the API server reaches (the EndpointSlice
+      // controller and kube-proxy follow on their own); a Pod created before that would start
+      // without the sidecar (failurePolicy Ignore). docs/install.md waits the same way.
+      await waitForInjection(kubectl);
     },
     () => `deployed with image ${images[0]!.name}, sidecar.server=nginx (${images[1]!.name})`,
   );
@@ -238,4 +242,33 @@ export async function runNodeDemo(ctx: NodeDemoContext): Promise<string[]> {
     '',
     `kubectl:       KUBECONFIG=${nodeKubeconfig} kubectl get pods -A`,
   ];
+}
+
+/**
+ * Waits until a dry-run Pod that asks for the sidecar comes back labelled by the webhook: the
+ * API server reaches it through its Service, with the caBundle the operator set.
+ */
+async function waitForInjection(kubectl: (args: string[]) => Promise<string>): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  let last: string;
+  for (;;) {
+    try {
+      const labels = await kubectl([
+        'run',
+        'webhook-check',
+        '--image=webhook-check',
+        '--restart=Never',
+        '--annotations=agentcard.dev/inject=webhook-check',
+        '--dry-run=server',
+        '-o',
+        'jsonpath={.metadata.labels}',
+      ]);
+      if (labels.includes('agentcard.dev/agent-card')) return;
+      last = 'the Pod came back without the sidecar';
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    if (Date.now() > deadline) throw new Error(`the webhook did not inject within 120 s: ${last}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
 }
