@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { writeExposition } from '../metrics/exposition.ts';
 
 export interface HealthServerOptions {
   host: string;
@@ -35,10 +36,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
         .writeHead(reason ? 503 : 200, { 'Content-Type': 'text/plain' })
         .end(reason ? `not ready: ${reason}\n` : 'ok\n');
     } else if (path === '/metrics') {
-      opts.registry.metrics().then(
-        (text) => res.writeHead(200, { 'Content-Type': opts.registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
+      void writeExposition(opts.registry, res);
     } else {
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
     }
