@@ -17,8 +17,6 @@ export function bindingLabel(binding: string): string {
   return (KNOWN_BINDINGS as readonly string[]).includes(binding) ? binding : 'custom';
 }
 
-const PHASES = ['dns', 'connect', 'tls', 'request'] as const;
-
 export function createProbeMetrics(registry: Registry): ProbeMetrics {
   const success = new Gauge({
     name: 'agentcard_probe_success',
@@ -45,51 +43,62 @@ export function createProbeMetrics(registry: Registry): ProbeMetrics {
     labelNames: ['binding', 'reason'],
     registers: [registry],
   });
-  // Which binding label each interface series carries, by card then interface index, so a changed
-  // binding drops the old series and forgetting a card touches only its own series (the scheduler
-  // forgets every card at shutdown: a scan of all series per card was quadratic, 71 s of CPU at
-  // 10,000 cards).
-  const seriesBinding = new Map<string, Map<number, string>>();
+  // What each interface's series carry, by card then interface index: the binding label, so a
+  // changed binding drops the old series and forgetting a card touches only its own series (the
+  // scheduler forgets every card at shutdown: a scan of all series per card was quadratic, 71 s of
+  // CPU at 10,000 cards); and whether a TLS expiry series exists, so that the probes of plain HTTP
+  // interfaces (most of them) do not build a label set to remove one that is not there.
+  const seriesOf = new Map<string, Map<number, { binding: string; tls: boolean }>>();
 
   return {
     record(card, index, result) {
       const binding = bindingLabel(result.protocolBinding);
       const cardKey = `${card.namespace}/${card.name}`;
       const iface = String(index);
-      let bindings = seriesBinding.get(cardKey);
-      if (!bindings) seriesBinding.set(cardKey, (bindings = new Map()));
-      const old = bindings.get(index);
-      if (old !== undefined && old !== binding) {
-        success.remove({ namespace: card.namespace, name: card.name, interface: iface, binding: old });
+      let series = seriesOf.get(cardKey);
+      if (!series) seriesOf.set(cardKey, (series = new Map()));
+      let known = series.get(index);
+      if (!known) series.set(index, (known = { binding, tls: false }));
+      if (known.binding !== binding) {
+        success.remove({
+          namespace: card.namespace,
+          name: card.name,
+          interface: iface,
+          binding: known.binding,
+        });
+        known.binding = binding;
       }
-      bindings.set(index, binding);
       success.set(
         { namespace: card.namespace, name: card.name, interface: iface, binding },
         result.reachable ? 1 : 0,
       );
       total.inc({ binding, reason: result.reason });
-      const ms = result.phases;
-      const values = { dns: ms.dnsMs, connect: ms.connectMs, tls: ms.tlsMs, request: ms.requestMs };
-      for (const phase of PHASES) {
-        const v = values[phase];
-        if (v !== undefined) duration.observe({ binding, phase }, v / 1000);
+      const { dnsMs, connectMs, tlsMs, requestMs } = result.phases;
+      if (dnsMs !== undefined) duration.observe({ binding, phase: 'dns' }, dnsMs / 1000);
+      if (connectMs !== undefined) duration.observe({ binding, phase: 'connect' }, connectMs / 1000);
+      if (tlsMs !== undefined) duration.observe({ binding, phase: 'tls' }, tlsMs / 1000);
+      if (requestMs !== undefined) duration.observe({ binding, phase: 'request' }, requestMs / 1000);
+      if (result.tlsNotAfter) {
+        const labels = { namespace: card.namespace, name: card.name, interface: iface };
+        notAfter.set(labels, Math.floor(Date.parse(result.tlsNotAfter) / 1000));
+        known.tls = true;
+      } else if (known.tls) {
+        notAfter.remove({ namespace: card.namespace, name: card.name, interface: iface });
+        known.tls = false;
       }
-      const labels = { namespace: card.namespace, name: card.name, interface: iface };
-      if (result.tlsNotAfter) notAfter.set(labels, Math.floor(Date.parse(result.tlsNotAfter) / 1000));
-      else notAfter.remove(labels);
     },
     forget(card, fromIndex = 0) {
       const cardKey = `${card.namespace}/${card.name}`;
-      const bindings = seriesBinding.get(cardKey);
-      if (!bindings) return;
-      for (const [index, binding] of bindings) {
+      const series = seriesOf.get(cardKey);
+      if (!series) return;
+      for (const [index, known] of series) {
         if (index < fromIndex) continue;
         const labels = { namespace: card.namespace, name: card.name, interface: String(index) };
-        success.remove({ ...labels, binding });
-        notAfter.remove(labels);
-        bindings.delete(index);
+        success.remove({ ...labels, binding: known.binding });
+        if (known.tls) notAfter.remove(labels);
+        series.delete(index);
       }
-      if (bindings.size === 0) seriesBinding.delete(cardKey);
+      if (series.size === 0) seriesOf.delete(cardKey);
     },
   };
 }

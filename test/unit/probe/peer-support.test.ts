@@ -166,6 +166,28 @@ describe('probe metrics', () => {
     expect(text).not.toContain('my-custom-thing');
   });
 
+  it('drops an interface’s certificate series once it answers without TLS, and keeps others', async () => {
+    const registry = new Registry();
+    const metrics = createProbeMetrics(registry);
+    const card = { namespace: 'ns', name: 'card' };
+    const tls = { tlsNotAfter: '2030-01-01T00:00:00.000Z' };
+    metrics.record(card, 0, result(true, tls));
+    metrics.record(card, 1, result(true, tls));
+    metrics.record(card, 0, result(false));
+    const text = await registry.metrics();
+    expect(text).not.toContain(
+      'agentcard_probe_tls_not_after_seconds{namespace="ns",name="card",interface="0"}',
+    );
+    expect(text).toContain(
+      'agentcard_probe_tls_not_after_seconds{namespace="ns",name="card",interface="1"} 1893456000',
+    );
+    // And back once it presents a certificate again.
+    metrics.record(card, 0, result(true, tls));
+    expect(await registry.metrics()).toContain(
+      'agentcard_probe_tls_not_after_seconds{namespace="ns",name="card",interface="0"} 1893456000',
+    );
+  });
+
   it('drops a card’s series on forget, and the old binding series when a binding changes', async () => {
     const registry = new Registry();
     const metrics = createProbeMetrics(registry);

@@ -45,6 +45,26 @@ describe('ip parsing', () => {
     expect(cidrContains(parseCidr('10.0.0.0/7'), parseIp('11.255.0.1')!)).toBe(true);
   });
 
+  it('matches every prefix length at its boundary, bit by bit', () => {
+    // An address matches its own network at every prefix length, and stops matching as soon as
+    // the prefix covers a bit it flips: the first bit past a whole byte included.
+    for (const [base, bytes] of [
+      ['203.0.113.77', 4],
+      ['2001:db8:85a3::8a2e:370:7334', 16],
+    ] as const) {
+      const ip = parseIp(base)!;
+      for (let prefix = 0; prefix <= bytes * 8; prefix++) {
+        const cidr = parseCidr(`${base}/${prefix}`);
+        expect(cidrContains(cidr, ip), `${base} in ${cidr.text}`).toBe(true);
+        for (let bit = 0; bit < bytes * 8; bit++) {
+          const flipped = Uint8Array.from(ip);
+          flipped[bit >> 3] = flipped[bit >> 3]! ^ (0x80 >> (bit & 7));
+          expect(cidrContains(cidr, flipped), `bit ${bit} flipped, in ${cidr.text}`).toBe(bit >= prefix);
+        }
+      }
+    }
+  });
+
   it('finds the IPv4 address inside mapped, NAT64 and 6to4 IPv6 addresses', () => {
     const v4 = (ip: string) => {
       const e = embeddedIpv4(parseIp(ip)!);
