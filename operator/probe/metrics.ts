@@ -2,8 +2,14 @@
  * Probe metrics in the style of blackbox_exporter, on a registry the caller gives. Label values
  * are bounded: an interface is named by its index in supportedInterfaces (never its URL) and a
  * custom binding by 'custom' (binding strings are user input).
+ *
+ * The per-interface series (success, certificate expiry) are built at scrape time from one small
+ * record per interface kept here (metrics/scrape-time.ts): prom-client's own label sets for them
+ * held about 11 MiB at 10,000 AgentCards (30,000 interfaces), and each probe rebuilt and hashed
+ * two of them.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { ScrapeTimeGauge } from '../metrics/scrape-time.ts';
 import { KNOWN_BINDINGS, type ProbeResult } from './types.ts';
 
 export interface ProbeMetrics {
@@ -17,13 +23,39 @@ export function bindingLabel(binding: string): string {
   return (KNOWN_BINDINGS as readonly string[]).includes(binding) ? binding : 'custom';
 }
 
+/** The last probe of one interface, as its series report it. */
+interface InterfaceSample {
+  binding: string;
+  success: 0 | 1;
+  /** notAfter of the certificate it presented, in Unix seconds; undefined without TLS. */
+  notAfter: number | undefined;
+}
+
+/** One card's interfaces, by index in supportedInterfaces (holes: not probed yet or forgotten). */
+interface CardSamples {
+  namespace: string;
+  name: string;
+  interfaces: (InterfaceSample | undefined)[];
+}
+
 export function createProbeMetrics(registry: Registry): ProbeMetrics {
-  const success = new Gauge({
-    name: 'agentcard_probe_success',
-    help: 'Whether the last probe proved the interface speaks its declared binding (1) or not (0).',
-    labelNames: ['namespace', 'name', 'interface', 'binding'],
-    registers: [registry],
-  });
+  // By "namespace/name": forgetting a card touches only its own record (the scheduler forgets
+  // every card at shutdown: a scan of all series per card was quadratic, 71 s of CPU at 10,000).
+  const cards = new Map<string, CardSamples>();
+  new ScrapeTimeGauge(
+    {
+      name: 'agentcard_probe_success',
+      help: 'Whether the last probe proved the interface speaks its declared binding (1) or not (0).',
+      labelNames: ['namespace', 'name', 'interface', 'binding'],
+      registers: [registry],
+    },
+    function* () {
+      for (const { namespace, name, interfaces } of cards.values())
+        for (const [i, s] of interfaces.entries())
+          if (s)
+            yield { labels: { namespace, name, interface: String(i), binding: s.binding }, value: s.success };
+    },
+  );
   const duration = new Histogram({
     name: 'agentcard_probe_duration_seconds',
     help: 'Duration of probe phases (dns, connect, tls, request).',
@@ -31,74 +63,56 @@ export function createProbeMetrics(registry: Registry): ProbeMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const notAfter = new Gauge({
-    name: 'agentcard_probe_tls_not_after_seconds',
-    help: 'notAfter of the TLS certificate an interface presented, in Unix seconds.',
-    labelNames: ['namespace', 'name', 'interface'],
-    registers: [registry],
-  });
+  new ScrapeTimeGauge(
+    {
+      name: 'agentcard_probe_tls_not_after_seconds',
+      help: 'notAfter of the TLS certificate an interface presented, in Unix seconds.',
+      labelNames: ['namespace', 'name', 'interface'],
+      registers: [registry],
+    },
+    function* () {
+      for (const { namespace, name, interfaces } of cards.values())
+        for (const [i, s] of interfaces.entries())
+          if (s?.notAfter !== undefined)
+            yield { labels: { namespace, name, interface: String(i) }, value: s.notAfter };
+    },
+  );
   const total = new Counter({
     name: 'agentcard_probes_total',
     help: 'Probes run, by binding and verdict reason.',
     labelNames: ['binding', 'reason'],
     registers: [registry],
   });
-  // What each interface's series carry, by card then interface index: the binding label, so a
-  // changed binding drops the old series and forgetting a card touches only its own series (the
-  // scheduler forgets every card at shutdown: a scan of all series per card was quadratic, 71 s of
-  // CPU at 10,000 cards); and whether a TLS expiry series exists, so that the probes of plain HTTP
-  // interfaces (most of them) do not build a label set to remove one that is not there.
-  const seriesOf = new Map<string, Map<number, { binding: string; tls: boolean }>>();
 
   return {
     record(card, index, result) {
       const binding = bindingLabel(result.protocolBinding);
-      const cardKey = `${card.namespace}/${card.name}`;
-      const iface = String(index);
-      let series = seriesOf.get(cardKey);
-      if (!series) seriesOf.set(cardKey, (series = new Map()));
-      let known = series.get(index);
-      if (!known) series.set(index, (known = { binding, tls: false }));
-      if (known.binding !== binding) {
-        success.remove({
-          namespace: card.namespace,
-          name: card.name,
-          interface: iface,
-          binding: known.binding,
-        });
-        known.binding = binding;
-      }
-      success.set(
-        { namespace: card.namespace, name: card.name, interface: iface, binding },
-        result.reachable ? 1 : 0,
-      );
+      const key = `${card.namespace}/${card.name}`;
+      let samples = cards.get(key);
+      if (!samples)
+        cards.set(key, (samples = { namespace: card.namespace, name: card.name, interfaces: [] }));
+      const success = result.reachable ? 1 : 0;
+      const notAfter = result.tlsNotAfter ? Math.floor(Date.parse(result.tlsNotAfter) / 1000) : undefined;
+      const sample = samples.interfaces[index];
+      // Updated in place: the probes of an interface already recorded make no new record.
+      if (sample) {
+        sample.binding = binding;
+        sample.success = success;
+        sample.notAfter = notAfter;
+      } else samples.interfaces[index] = { binding, success, notAfter };
       total.inc({ binding, reason: result.reason });
       const { dnsMs, connectMs, tlsMs, requestMs } = result.phases;
       if (dnsMs !== undefined) duration.observe({ binding, phase: 'dns' }, dnsMs / 1000);
       if (connectMs !== undefined) duration.observe({ binding, phase: 'connect' }, connectMs / 1000);
       if (tlsMs !== undefined) duration.observe({ binding, phase: 'tls' }, tlsMs / 1000);
       if (requestMs !== undefined) duration.observe({ binding, phase: 'request' }, requestMs / 1000);
-      if (result.tlsNotAfter) {
-        const labels = { namespace: card.namespace, name: card.name, interface: iface };
-        notAfter.set(labels, Math.floor(Date.parse(result.tlsNotAfter) / 1000));
-        known.tls = true;
-      } else if (known.tls) {
-        notAfter.remove({ namespace: card.namespace, name: card.name, interface: iface });
-        known.tls = false;
-      }
     },
     forget(card, fromIndex = 0) {
-      const cardKey = `${card.namespace}/${card.name}`;
-      const series = seriesOf.get(cardKey);
-      if (!series) return;
-      for (const [index, known] of series) {
-        if (index < fromIndex) continue;
-        const labels = { namespace: card.namespace, name: card.name, interface: String(index) };
-        success.remove({ ...labels, binding: known.binding });
-        if (known.tls) notAfter.remove(labels);
-        series.delete(index);
-      }
-      if (series.size === 0) seriesOf.delete(cardKey);
+      const key = `${card.namespace}/${card.name}`;
+      const samples = cards.get(key);
+      if (!samples) return;
+      samples.interfaces.length = Math.min(samples.interfaces.length, fromIndex);
+      if (!samples.interfaces.some((s) => s !== undefined)) cards.delete(key);
     },
   };
 }
