@@ -40,6 +40,7 @@ import type { AgentCardObject } from '../../api/objects.ts';
 import type { Cache, Collection, SharedInformer } from '../../runtime/cache.ts';
 import { trimPod } from '../../serving/pod-index.ts';
 import { trimConfigMap, type CachedConfigMap } from './configmap-trim.ts';
+import { shareStatusStrings, StringTable } from './status-strings.ts';
 
 export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
 const AGENTCARD_API = `/apis/${GROUP}/${VERSION}`;
@@ -88,12 +89,21 @@ export function trimNamespace(ns: V1Namespace): void {
   delete ns.status;
 }
 
+/** One table for the whole AgentCard cache: its strings live as long as the process. */
+const agentCardStrings = new StringTable();
+
+/** What the AgentCard cache keeps: the object without kubectl's copy, status strings shared. */
+export function trimAgentCard(card: CachedAgentCard): void {
+  dropLastApplied(card);
+  shareStatusStrings(card, agentCardStrings);
+}
+
 export const AGENT_CARDS: Collection<CachedAgentCard> = {
   name: 'agentcards',
   api: AGENTCARD_API,
   plural: PLURAL,
   namespaced: true,
-  trim: dropLastApplied,
+  trim: trimAgentCard,
 };
 
 export const OWNED_CONFIGMAPS: Collection<CachedConfigMap> = {

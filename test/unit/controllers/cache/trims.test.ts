@@ -3,8 +3,12 @@ import type { KubernetesObject, V1Namespace } from '@kubernetes/client-node';
 import {
   dropLastApplied,
   LAST_APPLIED_ANNOTATION,
+  trimAgentCard,
   trimNamespace,
+  type CachedAgentCard,
 } from '../../../../operator/controllers/cache/collections.ts';
+import { shareStatusStrings, StringTable } from '../../../../operator/controllers/cache/status-strings.ts';
+import { sortedJson } from '../../../../operator/runtime/sorted-json.ts';
 
 describe('dropLastApplied (the AgentCard cache)', () => {
   it("drops kubectl's copy of the object and keeps every other annotation", () => {
@@ -36,6 +40,100 @@ describe('dropLastApplied (the AgentCard cache)', () => {
     const bare: KubernetesObject = { metadata: { name: 'w' } };
     dropLastApplied(bare);
     expect(bare.metadata).toEqual({ name: 'w' });
+  });
+});
+
+/** An AgentCard as a watch event brings it: parsed from JSON, its status strings each a new copy. */
+function parsedCard(name: string): CachedAgentCard {
+  return JSON.parse(
+    JSON.stringify({
+      apiVersion: 'agentcard.dev/v1alpha1',
+      kind: 'AgentCard',
+      metadata: { name, namespace: 'agents', annotations: { [LAST_APPLIED_ANNOTATION]: '{}' } },
+      spec: { card: { name } },
+      status: {
+        conditions: [
+          {
+            type: 'Published',
+            status: 'True',
+            reason: 'Published',
+            message: `ConfigMap ${name}-agent-card`,
+            lastTransitionTime: '2026-12-07T06:57:16Z',
+            observedGeneration: 1,
+          },
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'Ready',
+            message: 'accepted, signed, published, interfaces reachable',
+            lastTransitionTime: '2026-12-07T06:57:31Z',
+            observedGeneration: 1,
+          },
+        ],
+        interfaces: [
+          {
+            url: `http://${name}.agents.svc:8080/a2a`,
+            protocolBinding: 'JSONRPC',
+            protocolVersion: '1.0',
+            reachable: true,
+            reason: 'Reachable',
+            message: 'JSON-RPC A2A 1.0: TaskNotFound (-32001) as expected',
+            latencyMs: 5,
+            lastProbeTime: '2026-12-07T06:57:31.986Z',
+            lastTransitionTime: '2026-12-07T06:57:31.986Z',
+          },
+        ],
+      },
+    }),
+  ) as CachedAgentCard;
+}
+
+describe('trimAgentCard (the AgentCard cache)', () => {
+  it("drops kubectl's copy and leaves every value and field as it was", () => {
+    const card = parsedCard('weather');
+    const before = parsedCard('weather');
+    trimAgentCard(card);
+    expect(card.metadata.annotations).toEqual({});
+    expect(sortedJson(card.status)).toBe(sortedJson(before.status));
+    const status = card.status as { conditions: object[]; interfaces: object[] };
+    const was = before.status as typeof status;
+    status.conditions.forEach((c, i) => expect(Object.keys(c)).toEqual(Object.keys(was.conditions[i]!)));
+    status.interfaces.forEach((f, i) => expect(Object.keys(f)).toEqual(Object.keys(was.interfaces[i]!)));
+  });
+
+  it('shares the vocabulary of conditions and interfaces, never URLs or times', () => {
+    const table = new StringTable();
+    shareStatusStrings(parsedCard('a'), table);
+    // Published, True, ConfigMap a-agent-card, Ready, the Ready message; JSONRPC, 1.0, Reachable,
+    // the probe's message: 9 distinct values.
+    expect(table.size).toBe(9);
+    shareStatusStrings(parsedCard('b'), table);
+    // Only b's own Published message is new.
+    expect(table.size).toBe(10);
+  });
+
+  it('holds a bounded number of strings, starting over when full', () => {
+    const table = new StringTable(3);
+    for (const v of ['a', 'b', 'c', 'a', 'd', 'e']) expect(table.share(`${v}`)).toBe(v);
+    expect(table.size).toBeLessThanOrEqual(3);
+    expect(table.size).toBe(2); // emptied at 'd', then d and e
+  });
+
+  it('leaves statuses of unexpected shapes alone', () => {
+    const table = new StringTable();
+    for (const status of [
+      undefined,
+      null,
+      'x',
+      { conditions: 'no' },
+      { conditions: [null, 3, { type: 7 }] },
+    ]) {
+      const card = { metadata: { name: 'x' }, status } as unknown as CachedAgentCard;
+      const text = JSON.stringify(card);
+      shareStatusStrings(card, table);
+      expect(JSON.stringify(card)).toBe(text);
+    }
+    expect(table.size).toBe(0);
   });
 });
 
