@@ -186,7 +186,7 @@ ${
     : `| CPU at the ${INTERVAL_S} s interval | ${cpuFraction.toFixed(3)} of a core |
 | **CPU at a 60 s interval (extrapolated: / ${scale.toFixed(1)})** | **${(cpuFraction / scale).toFixed(3)} of a core** (goal < 0.3) |`
 }
-| memory | RSS ${mib(rssBefore)} MiB before the scheduler, peak ${mib(peakRss)} MiB while probing (peak heap ${mib(peakHeap)} MiB including garbage) |
+| memory | RSS ${mib(rssBefore)} MiB before the scheduler (after the floor's rounds in this process), highest ${mib(peakRss)} MiB sampled in the window (heap ${mib(peakHeap)} MiB including garbage) |
 | live heap after a full GC | ${mib(heapBefore)} MiB before the scheduler, ${mib(heapStart)} MiB at the start of the window, ${mib(heapEnd)} MiB at its end |
 | probe latency (loopback) | p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms |
 | status rounds in the window | ${rounds.toLocaleString('en')} |
