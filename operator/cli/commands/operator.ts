@@ -382,7 +382,7 @@ export async function run(argv: string[]): Promise<number> {
   setFlagsFromString('--optimize-for-size');
   // That mode alone lets the old generation grow by only 10 % of what a full collection kept: with
   // probes on at 10,000 AgentCards, a full collection of a 150 MiB heap every 1.5 s, half of the
-  // process's CPU. 25 % collects three times less often for about 26 MiB more RSS between
+  // process's CPU. 25 % collects about three times less often, for up to 26 MiB more RSS between
   // scrapes (docs/scaling.md, "How often the garbage collector runs").
   setFlagsFromString('--heap-growing-percent=25');
   const { runOperator } = await import('../../manager/manager.ts');
