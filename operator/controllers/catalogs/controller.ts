@@ -9,8 +9,8 @@
  * - an AgentCard in its reach changes what a catalog shows of it (card-view.ts fingerprint:
  *   labels, Ready, signatures, reachability, the card's listed fields, its published digest),
  *   appears or goes; events are coalesced for DEBOUNCE_MS, and a catalog rests after each
- *   rebuild in proportion to its duration (BUILD_SHARE), so a burst of card changes rebuilds each
- *   catalog a few times, not once per card;
+ *   rebuild in proportion to the work it took (pacing.ts), so a burst of card changes rebuilds
+ *   each catalog a few times, not once per card;
  * - one of its ConfigMaps changes or disappears (not the echo of its own apply);
  * - a namespace's labels change (ClusterAgentCatalog namespaceSelector);
  * - for a catalog with spec.imports: a CatalogImport appears, goes or changes its labels, or one of
@@ -77,23 +77,19 @@ import type { CachedConfigMap } from '../cache/configmap-trim.ts';
 import { cardFingerprint, cardView, publishedCardKey } from './card-view.ts';
 import { ownedCatalogStatus, reconcileCatalogPlan, type CatalogMemo, type CatalogObject } from './plan.ts';
 import { catalogStartupView } from './startup-priority.ts';
+import { RebuildPacer } from './pacing.ts';
 import { ImportedEntries, type CachedImport } from './imports.ts';
 import { CONTROLLER_NAMES } from '../metrics.ts';
 
 /** How long card events are gathered before the catalogs they touch are rebuilt. */
 export const DEBOUNCE_MS = 100;
 /**
- * The rebuild rule: a catalog's rebuild starts once DEBOUNCE_MS has passed since the first event
- * that asked for it and BUILD_SHARE times its last rebuild's duration has passed since that
- * rebuild ended (checked when the rebuild is about to start, so events that arrive during a
- * rebuild wait too). A catalog's rebuilds thus take at most 1 / (1 + BUILD_SHARE), a third, of
- * the process's time however many changes arrive, and the AgentCard reconciles keep going. A
- * rebuild is incremental (plan.ts, catalog/build.ts): after one card's change it costs a few
- * tens of milliseconds at 10,000 entries, so the rest after it is shorter than DEBOUNCE_MS and a
- * single change is not delayed; only a full rebuild (start, a spec or key change) of a large
- * catalog is followed by a rest of seconds.
+ * After a catalog's rebuild, the rest before the next one (pacing.ts). A rebuild is incremental
+ * (plan.ts, catalog/build.ts): after one card's change it decides in a few tens of milliseconds
+ * at 10,000 entries, so its rest is shorter than DEBOUNCE_MS and a single change is not delayed;
+ * only a full rebuild (start, a spec or key change) of a large catalog is followed by a rest of
+ * seconds.
  */
-const BUILD_SHARE = 2;
 
 export interface CatalogControllerOptions {
   client: KubeClient;
@@ -117,6 +113,8 @@ export interface CatalogControllerOptions {
 }
 
 type CatalogRef = { kind: CatalogKind; namespace: string; name: string };
+/** When a rebuild's decision was made: its writes start then (pacing.ts counts the work before). */
+type RebuildTiming = { decidedAt?: number };
 const keyOf = (r: CatalogRef) => `${r.kind}/${r.namespace}/${r.name}`;
 function parseKey(key: string): CatalogRef {
   const [kind, namespace, ...rest] = key.split('/');
@@ -144,8 +142,8 @@ export class CatalogController {
   private readonly cardPrints = new Map<string, string>();
   /** ConfigMap and status writes, read-your-writes and echo detection (runtime/writes.ts). */
   private readonly writer: Writer<CatalogObject & KubernetesObject>;
-  /** Each catalog's last reconcile: how long it took (ms) and when it ended. */
-  private readonly lastBuild = new Map<string, { ms: number; endedAt: number }>();
+  /** The rest after each catalog's rebuild. */
+  private readonly pacer = new RebuildPacer();
   /** Each catalog's memo of its last published decision (plan.ts CatalogMemo). */
   private readonly memos = new Map<string, CatalogMemo>();
   /** The catalog's view of each AgentCard object the informer holds (replaced objects drop out). */
@@ -257,7 +255,7 @@ export class CatalogController {
       name: c.metadata.name,
     });
     if (type === 'delete') {
-      this.lastBuild.delete(key);
+      this.pacer.forget(key);
       this.memos.delete(key);
       this.writer.forgetOwner(key);
       this.log.info('catalog deleted; its ConfigMaps are garbage-collected', { catalog: key });
@@ -271,12 +269,6 @@ export class CatalogController {
   /** A catalog rebuilt because something it lists changed: events gathered for DEBOUNCE_MS. */
   private debounced(key: string): Request {
     return { key, afterMs: DEBOUNCE_MS };
-  }
-
-  /** How long the catalog still rests after its last rebuild (BUILD_SHARE); 0: it may start. */
-  private restLeft(key: string): number {
-    const last = this.lastBuild.get(key);
-    return last ? Math.max(0, last.endedAt + BUILD_SHARE * last.ms - this.clock.now()) : 0;
   }
 
   /** Every catalog that can list a card of `namespace`. */
@@ -489,20 +481,21 @@ export class CatalogController {
   // ---- the reconcile -------------------------------------------------------------------------
 
   async reconcile(key: string, signal: AbortSignal): Promise<HandlerResult> {
-    // The rebuild rule (BUILD_SHARE): a rebuild asked for during the rest starts when it ends.
-    const rest = this.restLeft(key);
+    // A rebuild asked for during the rest starts when it ends (pacing.ts).
+    const rest = this.pacer.restLeft(key, this.clock.now());
     if (rest > 0) return { requeueAfterMs: rest };
     this.log.debug('reconciling catalog', { catalog: key });
     const started = this.clock.now();
+    const timing: RebuildTiming = {};
     try {
-      await this.reconcileCatalog(key, signal);
+      await this.reconcileCatalog(key, signal, timing);
     } finally {
       const endedAt = this.clock.now();
-      this.lastBuild.set(key, { ms: endedAt - started, endedAt });
+      this.pacer.rebuilt(key, (timing.decidedAt ?? endedAt) - started, endedAt);
     }
   }
 
-  private async reconcileCatalog(key: string, signal: AbortSignal): Promise<void> {
+  private async reconcileCatalog(key: string, signal: AbortSignal, timing: RebuildTiming): Promise<void> {
     const ref = parseKey(key);
     const catalog = this.currentCatalog(ref);
     if (!catalog || catalog.metadata.deletionTimestamp) return;
@@ -554,15 +547,18 @@ export class CatalogController {
       memo: this.memos.get(key),
     };
     // Decided once (build, sign); a failed publish only changes the derived status.
-    const { decision, result, plan } = await reconcileCatalogPlan(input, (configMaps) =>
-      publishResult(() =>
+    const { decision, result, plan } = await reconcileCatalogPlan(input, (configMaps) => {
+      timing.decidedAt = this.clock.now();
+      return publishResult(() =>
         this.writer.publish(
           configMaps,
           (ns, n) => this.configMaps.get(n, ns)?.metadata?.resourceVersion,
           signal,
         ),
-      ),
-    );
+      );
+    });
+    // Decided, and written if it had anything to write: what follows is the status write.
+    timing.decidedAt ??= this.clock.now();
     // The memo describes what is published only once the publish succeeded.
     if (result.result === 'Published' && decision.memo) this.memos.set(key, decision.memo);
     else this.memos.delete(key);
