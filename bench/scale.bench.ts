@@ -73,24 +73,42 @@ const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
 const log = (line: string) => process.stderr.write(`[scale] ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const { values } = parseArgs({
-  options: {
-    cards: { type: 'string', default: '1000,3000,10000' },
-    concurrency: { type: 'string', default: '4' },
-    runs: { type: 'string', default: '1' },
-    'steady-seconds': { type: 'string', default: '300' },
-    'spec-changes': { type: 'string', default: '50' },
-    probes: { type: 'boolean', default: true },
-    peer: { type: 'string' },
-    'heap-snapshot': { type: 'string' },
-    /** Only the probes part at the largest size: publish the cards, then probes on (no floor). */
-    'probes-only': { type: 'boolean', default: false },
-    /** Writes a V8 CPU profile of each operator run into this directory (at its exit). */
-    'cpu-prof': { type: 'string' },
-    before: { type: 'string' },
-  },
-  allowNegative: true,
-});
+const USAGE =
+  'usage: node bench/scale.bench.ts [--cards 1000,3000,10000] [--concurrency 4] [--runs 1]\n' +
+  '  [--steady-seconds 300] [--spec-changes 50] [--no-probes | --probes-only] [--before <checkout>]\n' +
+  '  [--cpu-prof <dir>] [--heap-snapshot <dir>]   (what each does: the comment at the top of this file)\n';
+
+/** The options, or the usage and exit 2 when one is unknown or malformed (exit 0 for --help). */
+function options() {
+  try {
+    return parseArgs({ options: OPTIONS, allowNegative: true });
+  } catch (err) {
+    process.stderr.write(`scale bench: ${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+const OPTIONS = {
+  help: { type: 'boolean', default: false },
+  cards: { type: 'string', default: '1000,3000,10000' },
+  concurrency: { type: 'string', default: '4' },
+  runs: { type: 'string', default: '1' },
+  'steady-seconds': { type: 'string', default: '300' },
+  'spec-changes': { type: 'string', default: '50' },
+  probes: { type: 'boolean', default: true },
+  peer: { type: 'string' },
+  'heap-snapshot': { type: 'string' },
+  /** Only the probes part at the largest size: publish the cards, then probes on (no floor). */
+  'probes-only': { type: 'boolean', default: false },
+  /** Writes a V8 CPU profile of each operator run into this directory (at its exit). */
+  'cpu-prof': { type: 'string' },
+  before: { type: 'string' },
+} as const;
+const { values } = options();
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 const SIZES = values.cards.split(',').map(Number);
 const CONCURRENCY = Number(values.concurrency);
 const RUNS = Number(values.runs);
