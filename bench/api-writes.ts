@@ -5,11 +5,11 @@
 import { request } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 
-/** Write requests (PATCH, APPLY, POST, PUT, DELETE) to the named resources, summed. */
-export async function apiWrites(kc: KubeConfig, resources: readonly string[]): Promise<number> {
+/** The API server's `/metrics` text (Prometheus text, not JSON: not through KubeClient). */
+export async function apiServerMetrics(kc: KubeConfig): Promise<string> {
   const opts: Parameters<typeof request>[1] = { method: 'GET' };
   await kc.applyToHTTPSOptions(opts);
-  const text = await new Promise<string>((ok, fail) => {
+  return new Promise<string>((ok, fail) => {
     const req = request(new URL('/metrics', kc.getCurrentCluster()!.server), opts, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
@@ -18,6 +18,11 @@ export async function apiWrites(kc: KubeConfig, resources: readonly string[]): P
     req.on('error', fail);
     req.end();
   });
+}
+
+/** Write requests (PATCH, APPLY, POST, PUT, DELETE) to the named resources, summed. */
+export async function apiWrites(kc: KubeConfig, resources: readonly string[]): Promise<number> {
+  const text = await apiServerMetrics(kc);
   const resource = new RegExp(`resource="(${resources.join('|')})"`);
   let n = 0;
   for (const line of text.split('\n')) {

@@ -42,7 +42,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { request } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -67,6 +66,7 @@ import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { summarizeHeapSnapshot } from './heap-summary.ts';
 import { lineChartsSvg } from './plot.ts';
 import { table, writeSection } from './report.ts';
+import { apiServerMetrics } from './api-writes.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
@@ -142,23 +142,9 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-async function apiGet(kc: KubeConfig, path: string): Promise<string> {
-  const opts: Parameters<typeof request>[1] = { method: 'GET' };
-  await kc.applyToHTTPSOptions(opts);
-  return new Promise((ok, fail) => {
-    const req = request(new URL(path, kc.getCurrentCluster()!.server), opts, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => ok(body));
-    });
-    req.on('error', fail);
-    req.end();
-  });
-}
-
 /** Write requests by resource, from the API server's own counters. */
 async function writeCounters(kc: KubeConfig): Promise<Record<string, number>> {
-  const text = await apiGet(kc, '/metrics');
+  const text = await apiServerMetrics(kc);
   const out: Record<string, number> = { configmaps: 0, status: 0, events: 0 };
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;

@@ -19,11 +19,12 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer, request as httpsRequest, type RequestOptions } from 'node:https';
+import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { table, writeSection } from './report.ts';
+import { apiServerMetrics } from './api-writes.ts';
 
 type ChildMessage = { port: number };
 const self = fileURLToPath(import.meta.url);
@@ -247,20 +248,7 @@ async function main(): Promise<void> {
       }
     };
 
-    /** The API server's /metrics text (not JSON, so not through KubeClient.request). */
-    const metrics = async () => {
-      const opts: RequestOptions = { method: 'GET' };
-      await kc.applyToHTTPSOptions(opts);
-      return new Promise<string>((ok, fail) => {
-        const req = httpsRequest(new URL('/metrics', kc.getCurrentCluster()!.server), opts, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => ok(body));
-        });
-        req.on('error', fail);
-        req.end();
-      });
-    };
+    const metrics = () => apiServerMetrics(kc);
     const results: Record<'ours' | 'noop', { latencies: number[]; errors: number }> = {
       ours: { latencies: [], errors: 0 },
       noop: { latencies: [], errors: 0 },
