@@ -81,15 +81,14 @@ import { RebuildPacer } from './pacing.ts';
 import { ImportedEntries, type CachedImport } from './imports.ts';
 import { CONTROLLER_NAMES } from '../metrics.ts';
 
-/** How long card events are gathered before the catalogs they touch are rebuilt. */
-export const DEBOUNCE_MS = 100;
 /**
- * After a catalog's rebuild, the rest before the next one (pacing.ts). A rebuild is incremental
- * (plan.ts, catalog/build.ts): after one card's change it decides in a few tens of milliseconds
- * at 10,000 entries, so its rest is shorter than DEBOUNCE_MS and a single change is not delayed;
- * only a full rebuild (start, a spec or key change) of a large catalog is followed by a rest of
- * seconds.
+ * How long card events are gathered before the catalogs they touch are rebuilt; a rebuild also
+ * waits out the rest after the catalog's last one (pacing.ts). A rebuild is incremental (plan.ts,
+ * catalog/build.ts): after one card's change it decides in a few tens of milliseconds at 10,000
+ * entries, so its rest is shorter than DEBOUNCE_MS and a single change is not delayed; only a
+ * full rebuild (start, a spec or key change) of a large catalog is followed by a rest of seconds.
  */
+export const DEBOUNCE_MS = 100;
 
 export interface CatalogControllerOptions {
   client: KubeClient;
