@@ -9,7 +9,7 @@ import { AdmissionregistrationV1Api, CoreV1Api, CustomObjectsApi } from '@kubern
 import { describe, expect, it } from 'vitest';
 import { CATALOG_LABEL } from '../../operator/api/names.ts';
 import { createTestCa } from '../support/tls-certs.ts';
-import { useOperatorInNamespace, waitFor } from '../support/operator.ts';
+import { sampleCard, useOperatorInNamespace, waitFor } from '../support/operator.ts';
 
 const { kc, api, ns } = useOperatorInNamespace('catalog-pacing', { catalogs: true });
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -19,19 +19,14 @@ const admission = kc.makeApiClient(AdmissionregistrationV1Api);
 /** How late the webhook answers each catalog ConfigMap write. */
 const WRITE_DELAY_MS = 3_000;
 
+// The shared sample card, under each agent's own name and origin.
 const spec = (agent: string, version: string) => ({
-  card: {
+  card: sampleCard(version, {
     name: `Agent ${agent}`,
-    description: `The ${agent} agent answers questions.`,
-    version,
     supportedInterfaces: [
       { url: `https://${agent}.example.com/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     ],
-    capabilities: {},
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'answer', name: 'Answer', description: 'Answers a question', tags: ['qa'] }],
-  },
+  }),
 });
 
 /** Whether the published catalog lists the AgentCard `name` at `version`. */
