@@ -124,6 +124,8 @@ export async function runOperator(
     onListening?: (metricsPort: number) => void;
     /** Called once the configuration is loaded, just before 'operator starting' is logged. */
     onStarting?: () => void;
+    /** Called once, when the AgentCard controller has reconciled every card after its start. */
+    onCaughtUp?: () => void;
     /** Tests only: the import controller's time between fetches (ImportControllerOptions). */
     importFetchIntervalMs?: (specIntervalMs: number) => number;
   },
@@ -222,6 +224,7 @@ export async function runOperator(
     log,
     metrics,
     events,
+    ...(opts.onCaughtUp ? { onCaughtUp: opts.onCaughtUp } : {}),
     probes: (card) =>
       flags.probes
         ? probeWiring({

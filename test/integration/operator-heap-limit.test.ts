@@ -5,7 +5,14 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oldSpaceMiB } from '../../operator/cli/heap-limit.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
-import { installCrd, spawnOperator, type ChildOperator } from '../support/operator.ts';
+import {
+  Api,
+  installCrd,
+  sampleCard,
+  spawnOperator,
+  waitFor,
+  type ChildOperator,
+} from '../support/operator.ts';
 
 const MiB = 1024 * 1024;
 const kc = kubeConfig();
@@ -73,5 +80,39 @@ describe('operator heap limit from the memory limit', () => {
     );
     expect(line).toMatchObject({ value: '512Mi' });
     await op.waitForLog('operator starting');
+  });
+
+  it("sets the steady state's heap growth once every AgentCard has been reconciled", async () => {
+    // The operators of the cases above still watch this namespace: only this one reconciles here.
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    const api = new Api(kc);
+    const names = ['steady-a', 'steady-b'];
+    for (const name of names) await api.createCard(ns.name, name, { card: sampleCard('1.0.0') });
+    const op = start({ AGENTCARD_MEMORY_LIMIT: '' });
+    const caughtUp = await op.waitForLog('every AgentCard reconciled once');
+    // The namespace also holds what the cases above left: nothing but these two cards.
+    expect(caughtUp).toMatchObject({ agentCards: names.length });
+    // Both reconciled (and written) by then.
+    for (const name of names) {
+      const live = await api.getCard(ns.name, name);
+      expect(live?.status?.observedGeneration).toBe(live?.metadata.generation);
+    }
+    expect(await op.waitForLog('heap growth set for the steady state')).toMatchObject({
+      heapGrowingPercent: 25,
+    });
+    const order = op.lines.findIndex((l) => l.includes('heap growth set'));
+    expect(order).toBeGreaterThan(op.lines.findIndex((l) => l.includes('every AgentCard reconciled once')));
+    // A change after that is an ordinary reconcile: neither line again.
+    await api.replaceSpec(ns.name, names[0]!, { card: sampleCard('1.0.1') });
+    await waitFor('the change reconciled', async () => {
+      const live = await api.getCard(ns.name, names[0]!);
+      return (
+        live?.status?.observedGeneration === live?.metadata.generation && live?.metadata.generation === 2
+      );
+    });
+    op.child.kill('SIGTERM');
+    expect(await op.exited).toBe(0);
+    expect(op.lines.filter((l) => l.includes('heap growth set'))).toHaveLength(1);
+    expect(op.lines.filter((l) => l.includes('every AgentCard reconciled once'))).toHaveLength(1);
   });
 });

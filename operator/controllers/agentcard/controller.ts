@@ -146,6 +146,11 @@ export interface ControllerOptions {
    * ClusterAgentPolicies) that select them (policies.ts, policy-gate.ts); none: no policy applies.
    */
   policies?: { cluster: boolean };
+  /**
+   * Called once, the first time the queue drains after the start queued every card: the start's
+   * burst of reconciles is over (the operator tunes its garbage collector for the steady state then).
+   */
+  onCaughtUp?: () => void;
 }
 
 export class Controller {
@@ -156,6 +161,8 @@ export class Controller {
   readonly served: ServedHooks;
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
+  /** opts.onCaughtUp until it has been called. */
+  private onCaughtUp: (() => void) | undefined;
   private readonly cards: SharedInformer<CachedAgentCard>;
   private readonly configMaps: SharedInformer<CachedConfigMap>;
   private readonly secrets: SecretCaches;
@@ -180,6 +187,7 @@ export class Controller {
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
+    this.onCaughtUp = opts.onCaughtUp;
     this.writer = new Writer({
       client: opts.client,
       onWrite: (resource) => opts.metrics.apiWrites.inc({ resource }),
@@ -272,7 +280,20 @@ export class Controller {
   }
 
   started(lanes: { high: number; low: number }): void {
-    this.log.info('caches synced; reconciling', { agentCards: lanes.high + lanes.low, changed: lanes.high });
+    const agentCards = lanes.high + lanes.low;
+    this.log.info('caches synced; reconciling', { agentCards, changed: lanes.high });
+    const since = process.hrtime.bigint();
+    void this.queue.idle().then(() => {
+      // A lost lease also empties the queue: that is not catching up.
+      if (this.queue.shuttingDown) return;
+      const seconds = Math.round(Number(process.hrtime.bigint() - since) / 1e8) / 10;
+      this.log.info('every AgentCard reconciled once', { agentCards, seconds });
+      if (this.onCaughtUp) {
+        const onCaughtUp = this.onCaughtUp;
+        this.onCaughtUp = undefined;
+        onCaughtUp();
+      }
+    });
   }
 
   private enqueue(key: string, priority: Priority = 'high'): void {
