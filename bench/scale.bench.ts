@@ -307,6 +307,8 @@ interface OperatorRun {
   started: number;
   syncedAt: number;
   rssAtSyncKiB: number;
+  /** When it logged that every AgentCard was reconciled once (0: not yet). */
+  caughtUpAt: number;
   exited: Promise<number | null>;
   stderr: () => string;
 }
@@ -351,6 +353,7 @@ async function startOperator(
     started,
     syncedAt: 0,
     rssAtSyncKiB: NaN,
+    caughtUpAt: 0,
     exited: new Promise<number | null>((r) => child.once('exit', r)),
     stderr: () => stderr,
   };
@@ -363,6 +366,8 @@ async function startOperator(
         /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN,
       );
     }
+    if (!run.caughtUpAt && stderr.includes('"msg":"every AgentCard reconciled once"'))
+      run.caughtUpAt = performance.now();
   });
   return run;
 }
@@ -737,6 +742,12 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     );
     // The operator runs with its defaults: no lastProbeTime refresh (--probe-status-refresh 0),
     // so a healthy fleet's steady state has nothing to write.
+    // The steady state's garbage-collector setting comes once every card was reconciled.
+    log(
+      op.caughtUpAt
+        ? `probes: every AgentCard reconciled once ${((op.caughtUpAt - op.started) / 1000).toFixed(0)} s after the start`
+        : 'probes: the operator has not yet reconciled every AgentCard once; measuring anyway',
+    );
     phase = 'steady window';
     const beforeWrites = await writeCounters(kc);
     const cpu0 = processUsage(op.child.pid!).cpuSeconds;
