@@ -831,8 +831,9 @@ and its bundle leaves client-node's generated API classes out (24 MB of JavaScri
 that change, on the same machine, a run took about 6.8 s of operator CPU, peaked at about 180 MiB
 and was 1.4x to 1.6x the floor; loading the generated classes alone added about 33 MiB of RSS. The
 operator sets V8's \`--optimize-for-size\` for itself: single runs without it used about 20% less CPU
-and peaked about 30 MiB higher; and \`--heap-growing-percent=25\`, so that the old generation is not
-collected each time it grows by a tenth (docs/scaling.md, "How often the garbage collector runs").
+and peaked about 30 MiB higher; and, once every AgentCard has been reconciled (after the time
+measured here), \`--heap-growing-percent=25\`, so that the old generation is not collected each
+time it grows by a tenth (docs/scaling.md, "How often the garbage collector runs").
 It runs bundled (build/bundle.ts), as does the floor script, so Node's TypeScript stripper is never
 loaded. Both time measurements include process start (module loading, about
 0.3 s for the operator) and the list of the AgentCards. Single runs on this shared machine vary by
