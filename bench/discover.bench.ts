@@ -16,6 +16,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './stats.ts';
 
 if (process.argv[2] === '--serve') {
   // Child: serve the files of a directory from memory, keep-alive, until the parent goes away.
@@ -145,7 +146,6 @@ async function main(): Promise<void> {
         `run ${r + 1}: discover ${o.ms.toFixed(0)} ms (cpu ${o.cpuMs.toFixed(0)} ms), floor ${f.ms.toFixed(0)} ms (cpu ${f.cpuMs.toFixed(0)} ms)\n`,
       );
     }
-    const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
     const perSecond = (ms: number) => Math.round((CARDS / ms) * 1000);
     const o = median(times.ours.map((t) => t.ms));
     const f = median(times.floor.map((t) => t.ms));

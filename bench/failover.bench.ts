@@ -74,6 +74,7 @@ import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { minimalCard } from '../test/support/cards.ts';
 import { freePort } from '../test/support/ports.ts';
 import { table, writeSection } from './report.ts';
+import { median } from './stats.ts';
 
 const here = resolve(import.meta.dirname, '..');
 const { values } = parseArgs({
@@ -583,12 +584,12 @@ async function runBuild(build: Build, ns: string, n: number, results: KillResult
   }
 }
 
-const median = (xs: (number | null)[]) => {
-  const v = xs.filter((x): x is number => x !== null).sort((a, b) => a - b);
-  return v.length ? v[Math.floor(v.length / 2)]! : null;
+const medianOf = (xs: (number | null)[]) => {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length ? median(v) : null;
 };
 const secs = (ms: number | null) => (ms === null ? 'none' : (ms / 1000).toFixed(1));
-const spread = (xs: (number | null)[]) => `${secs(median(xs))} (${xs.map(secs).join(', ')})`;
+const spread = (xs: (number | null)[]) => `${secs(medianOf(xs))} (${xs.map(secs).join(', ')})`;
 
 function report(results: KillResult[], builds: Build[]): string {
   const rows: (string | number)[][] = [];
@@ -604,9 +605,9 @@ function report(results: KillResult[], builds: Build[]): string {
         spread(rs.map((r) => r.readyFirstMs)),
         spread(rs.map((r) => r.readyLastMs)),
         spread(rs.map((r) => r.replannedMs)),
-        median(rs.map((r) => r.leader.rssMiB))!,
-        median(rs.map((r) => r.standby.rssMiB))!,
-        `${median(rs.map((r) => r.standby.heapUsedMiB))} / ${median(rs.map((r) => r.leader.heapUsedMiB))}`,
+        medianOf(rs.map((r) => r.leader.rssMiB))!,
+        medianOf(rs.map((r) => r.standby.rssMiB))!,
+        `${medianOf(rs.map((r) => r.standby.heapUsedMiB))} / ${medianOf(rs.map((r) => r.leader.heapUsedMiB))}`,
       ]);
     }
   const peaks = sizes.flatMap((n) =>

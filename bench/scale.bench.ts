@@ -67,6 +67,7 @@ import { summarizeHeapSnapshot } from './heap-summary.ts';
 import { lineChartsSvg } from './plot.ts';
 import { table, writeSection } from './report.ts';
 import { apiServerMetrics } from './api-writes.ts';
+import { median } from './stats.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL };
@@ -854,8 +855,6 @@ async function deleteNamespaces(kc: KubeConfig, names: string[]): Promise<void> 
     }
   }
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<void> {
   const { started } = await up(log);

@@ -26,6 +26,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { table, writeSection } from './report.ts';
+import { median } from './stats.ts';
 import { SIDECAR_NODE_OPTIONS } from '../operator/sidecar/runtime.ts';
 import { cardFiles, kubeletWrite, publishedData } from '../test/support/card-files.ts';
 import { startMode } from '../test/support/card-servers.ts';
@@ -268,7 +269,6 @@ function treeRss(pid: number): number {
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 function render(targets: Target[], samples: Map<string, Sample[]>): string {
   const rss = (name: string) => median(samples.get(name)!.map((s) => s.rssBytes));

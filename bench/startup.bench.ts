@@ -32,6 +32,7 @@ import { down, up } from '../test/controlplane/control.ts';
 import { kubeconfigFile } from '../test/controlplane/paths.ts';
 import { freePorts } from '../test/support/ports.ts';
 import { table, writeSection } from './report.ts';
+import { median } from './stats.ts';
 
 /** The last commit before the build step: TypeScript run by Node, compile cache warmed in the image. */
 const BASELINE = 'cae2237a6876db247edd230886f1a8e864caabdc';
@@ -168,8 +169,6 @@ async function retryOnPortClash(run: () => Promise<Sample>): Promise<Sample> {
     }
   }
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'agentcard-bench-startup-'));
