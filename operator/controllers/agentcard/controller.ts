@@ -161,8 +161,6 @@ export class Controller {
   readonly served: ServedHooks;
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
-  /** opts.onCaughtUp until it has been called. */
-  private onCaughtUp: (() => void) | undefined;
   private readonly cards: SharedInformer<CachedAgentCard>;
   private readonly configMaps: SharedInformer<CachedConfigMap>;
   private readonly secrets: SecretCaches;
@@ -187,7 +185,6 @@ export class Controller {
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
-    this.onCaughtUp = opts.onCaughtUp;
     this.writer = new Writer({
       client: opts.client,
       onWrite: (resource) => opts.metrics.apiWrites.inc({ resource }),
@@ -282,17 +279,14 @@ export class Controller {
   started(lanes: { high: number; low: number }): void {
     const agentCards = lanes.high + lanes.low;
     this.log.info('caches synced; reconciling', { agentCards, changed: lanes.high });
-    const since = process.hrtime.bigint();
+    // Called once per process: the manager runs the leader's runnables once (a lost lease ends it).
+    const since = performance.now();
     void this.queue.idle().then(() => {
       // A lost lease also empties the queue: that is not catching up.
       if (this.queue.shuttingDown) return;
-      const seconds = Math.round(Number(process.hrtime.bigint() - since) / 1e8) / 10;
+      const seconds = Math.round((performance.now() - since) / 100) / 10;
       this.log.info('every AgentCard reconciled once', { agentCards, seconds });
-      if (this.onCaughtUp) {
-        const onCaughtUp = this.onCaughtUp;
-        this.onCaughtUp = undefined;
-        onCaughtUp();
-      }
+      this.opts.onCaughtUp?.();
     });
   }
 
