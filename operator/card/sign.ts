@@ -239,8 +239,8 @@ export async function signCard(
     throw new UserError('jku must be an https URL');
   const { signatures: _old, ...card } = rendered;
   const payload = signingPayload(card);
-  const signatures: DetachedSignature[] = [];
-  for (const key of keys) signatures.push(await signDetached(payload, key, opts.jku));
+  // All keys at once (WebCrypto signs on libuv's thread pool); the order of `keys` is kept.
+  const signatures = await Promise.all(keys.map((key) => signDetached(payload, key, opts.jku)));
   return keys.length === 0 ? card : { ...card, signatures };
 }
 

@@ -24,23 +24,39 @@ export async function signVariants(
   jku: string | undefined,
   live: Readonly<Record<string, string>> | undefined,
 ): Promise<SignedVariants> {
-  const files: VariantFiles[] = [];
-  let note = '';
-  for (const [i, v] of variants.entries()) {
-    const rendered = renderV1(v.card);
-    const kept = await reusableSignedCard(live?.[publishedCardKey(v.hosts)], rendered, keys, jku);
-    if (i === 0) note = kept.card !== undefined ? 'kept the published signatures' : `signing: ${kept.why}`;
-    // The v0.3 card is signed the same way (its AgentCard has the same `signatures`), each key
-    // over its own canonical form, so a legacy client can verify what it reads.
-    const legacy = renderV03(v.card);
-    const keptLegacy = await reusableSignedCard(live?.[publishedLegacyCardKey(v.hosts)], legacy, keys, jku);
-    files.push({
-      name: v.name,
-      hosts: v.hosts,
-      card: kept.card ?? serializeCard(keys.length > 0 ? await signCard(rendered, keys, { jku }) : rendered),
-      legacyCard:
-        keptLegacy.card ?? serializeCard(keys.length > 0 ? await signCard(legacy, keys, { jku }) : legacy),
-    });
-  }
-  return { files, note };
+  // Every card of every audience at once: WebCrypto signs and verifies on libuv's thread pool, so
+  // one after the other a reconcile waited for the event loop once per signature (about 1.5 ms
+  // each at 10,000 cards, where four reconciles and the watch events share the main thread).
+  const signed = await Promise.all(
+    variants.map(async (v) => {
+      const rendered = renderV1(v.card);
+      // The v0.3 card is signed the same way (its AgentCard has the same `signatures`), each key
+      // over its own canonical form, so a legacy client can verify what it reads.
+      const legacy = renderV03(v.card);
+      const [kept, keptLegacy] = await Promise.all([
+        reusableSignedCard(live?.[publishedCardKey(v.hosts)], rendered, keys, jku),
+        reusableSignedCard(live?.[publishedLegacyCardKey(v.hosts)], legacy, keys, jku),
+      ]);
+      const [card, legacyCard] = await Promise.all([
+        kept.card ?? signedOrPlain(rendered, keys, jku),
+        keptLegacy.card ?? signedOrPlain(legacy, keys, jku),
+      ]);
+      return { files: { name: v.name, hosts: v.hosts, card, legacyCard }, kept };
+    }),
+  );
+  const first = signed[0]?.kept;
+  const note = !first
+    ? ''
+    : first.card !== undefined
+      ? 'kept the published signatures'
+      : `signing: ${first.why}`;
+  return { files: signed.map((s) => s.files), note };
+}
+
+async function signedOrPlain(
+  card: Record<string, unknown>,
+  keys: readonly SigningKey[],
+  jku: string | undefined,
+): Promise<string> {
+  return serializeCard(keys.length > 0 ? await signCard(card, keys, { jku }) : card);
 }
