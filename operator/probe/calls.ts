@@ -77,6 +77,19 @@ function parseEndpoint(url: string, allowBare: boolean): Endpoint | string {
   return { scheme, hostname: unbracket(u.hostname), port: Number(u.port || (scheme === 'https' ? 443 : 80)) };
 }
 
+/**
+ * Where an interface of an HTTP binding (JSONRPC, HTTP+JSON) connects, as `scheme://host:port`,
+ * or undefined for gRPC and for what the probe cannot ask. Interfaces with the same origin can
+ * share a round's connection (scheduler.ts).
+ */
+export function httpOrigin(target: ProbeTarget): string | undefined {
+  if (target.protocolBinding !== 'JSONRPC' && target.protocolBinding !== 'HTTP+JSON') return undefined;
+  const endpoint = parseEndpoint(target.url, false);
+  if (typeof endpoint === 'string') return undefined;
+  const host = endpoint.hostname.includes(':') ? `[${endpoint.hostname}]` : endpoint.hostname;
+  return `${endpoint.scheme}://${host}:${endpoint.port}`;
+}
+
 /** Path of the URL without a trailing slash, query kept aside ('' for the root). */
 function basePath(url: string): { path: string; query: string } {
   const u = new URL(url);

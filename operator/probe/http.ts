@@ -1,12 +1,13 @@
 /**
  * One HTTP request for the JSONRPC and HTTP+JSON bindings, over undici (HTTP/1.1, or HTTP/2 when
- * a TLS server offers it by ALPN). A fresh connection per probe, opened by openConnection so the
- * address policy sees the address actually used; no redirects; the body is read up to a cap and
+ * a TLS server offers it by ALPN). Connections are opened by openConnection so the address policy
+ * sees the address actually used: one per probe, or one per round and origin shared by the
+ * round's probes of that origin (RoundConnection). No redirects; the body is read up to a cap and
  * then dropped, never logged.
  */
 import type { Readable } from 'node:stream';
 import { Client } from 'undici';
-import type { ProbePlan } from './calls.ts';
+import type { Endpoint, ProbePlan } from './calls.ts';
 import type { Observation } from './classify.ts';
 import { type CaOption, type ConnectOptions, ProbeFailure, abortCode, openConnection } from './connect.ts';
 
@@ -66,20 +67,30 @@ export function hostForUrl(hostname: string): string {
   return hostname.includes(':') ? `[${hostname}]` : hostname;
 }
 
-export async function httpExchange(plan: HttpPlan, opts: ExchangeOptions): Promise<ExchangeResult> {
-  const { endpoint } = plan;
-  const secure = endpoint.scheme === 'https';
-  const origin = `${secure ? 'https' : 'http'}://${hostForUrl(endpoint.hostname)}:${endpoint.port}`;
-  const out: ExchangeResult = { observation: { kind: 'failure', code: 'ECONNREFUSED' } };
-  const client = new Client(origin, {
+/** One exchange on a client: what its connect needs, and where it writes what it learnt. */
+interface InFlight {
+  endpoint: Endpoint;
+  secure: boolean;
+  opts: ExchangeOptions;
+  out: ExchangeResult;
+}
+
+/**
+ * An undici Client for one origin whose connections come from openConnection, for the exchange
+ * `inFlight()` returns at the time it connects (its deadline, its phases, its result).
+ */
+function probeClient(origin: string, secure: boolean, keepAliveMs: number, inFlight: () => InFlight): Client {
+  return new Client(origin, {
     allowH2: secure,
     pipelining: 1,
-    keepAliveTimeout: 1,
+    keepAliveTimeout: keepAliveMs,
     // The probe's own deadline (opts.signal) bounds everything; these are backstops.
     headersTimeout: 0,
     bodyTimeout: 0,
     maxHeaderSize: 16 * 1024,
     connect: (_o, callback) => {
+      const { endpoint, opts, out } = inFlight();
+      out.tlsNotAfter = undefined; // A new connection: whatever the last one's certificate said is gone.
       openConnection(endpoint, {
         ...opts,
         tls: secure ? { alpn: ['h2', 'http/1.1'], ca: opts.ca } : undefined,
@@ -93,6 +104,67 @@ export async function httpExchange(plan: HttpPlan, opts: ExchangeOptions): Promi
       );
     },
   });
+}
+
+/**
+ * How long a round's connection may sit idle between two of its probes (which follow each other
+ * at once) when the server gives no Keep-Alive hint; the round closes it anyway when it ends.
+ */
+const ROUND_KEEP_ALIVE_MS = 4_000;
+
+/**
+ * The connection that the HTTP probes of one round share when their interfaces have one origin
+ * (`httpOrigin`): the first probe opens it through openConnection, like any probe, and the next
+ * uses it if it is still open. If it is not (the server said `Connection: close`, reset it, or a
+ * probe gave up on it), the next probe opens its own, again through openConnection. `close()`
+ * when the round is over: no connection outlives its round, so every round opens a new
+ * connection to every origin it asks, and a server that stopped accepting new connections fails
+ * the next round whatever connections it still keeps open.
+ */
+export class RoundConnection {
+  #client?: Client;
+  #origin?: string;
+  #inFlight?: InFlight;
+  /** The notAfter of the open connection's certificate, for the probes that reuse it. */
+  #tlsNotAfter?: string;
+
+  /** The shared client, with `inFlight` as the exchange a new connection would be opened for. */
+  use(origin: string, inFlight: InFlight): Client {
+    if (this.#origin !== undefined && this.#origin !== origin) {
+      throw new Error(`a round connection to ${this.#origin} cannot carry a probe of ${origin}`);
+    }
+    this.#origin = origin;
+    this.#inFlight = inFlight;
+    inFlight.out.tlsNotAfter = this.#tlsNotAfter;
+    this.#client ??= probeClient(origin, inFlight.secure, ROUND_KEEP_ALIVE_MS, () => this.#inFlight!);
+    return this.#client;
+  }
+
+  /** After an exchange: remember its connection's certificate for the next probe. */
+  settle(out: ExchangeResult): void {
+    this.#tlsNotAfter = out.tlsNotAfter;
+    this.#inFlight = undefined;
+  }
+
+  close(): void {
+    this.#client?.destroy(EXCHANGE_OVER).catch(() => {});
+    this.#client = undefined;
+  }
+}
+
+export async function httpExchange(
+  plan: HttpPlan,
+  opts: ExchangeOptions,
+  shared?: RoundConnection,
+): Promise<ExchangeResult> {
+  const { endpoint } = plan;
+  const secure = endpoint.scheme === 'https';
+  const origin = `${secure ? 'https' : 'http'}://${hostForUrl(endpoint.hostname)}:${endpoint.port}`;
+  const out: ExchangeResult = { observation: { kind: 'failure', code: 'ECONNREFUSED' } };
+  const inFlight: InFlight = { endpoint, secure, opts, out };
+  const client = shared ? shared.use(origin, inFlight) : probeClient(origin, secure, 1, () => inFlight);
+  // A reused connection is ready now; a new one moves this to when it is.
+  out.readyAt = performance.now();
   try {
     const response = await client.request({
       method: plan.method,
@@ -115,7 +187,8 @@ export async function httpExchange(plan: HttpPlan, opts: ExchangeOptions): Promi
     out.observation = failureObservation(err, opts.signal);
     if (err instanceof ProbeFailure && err.tlsNotAfter) out.tlsNotAfter = err.tlsNotAfter;
   } finally {
-    client.destroy(EXCHANGE_OVER).catch(() => {});
+    if (shared) shared.settle(out);
+    else client.destroy(EXCHANGE_OVER).catch(() => {});
   }
   return out;
 }

@@ -9,7 +9,7 @@ import { classify } from './classify.ts';
 import type { CaOption, Resolver } from './connect.ts';
 import { deadline, timeoutReason } from './deadline.ts';
 import { grpcExchange } from './grpc.ts';
-import { type ExchangeResult, httpExchange } from './http.ts';
+import { type ExchangeResult, type RoundConnection, httpExchange } from './http.ts';
 import type { OwnerCheck } from './ownership.ts';
 import type { AddressPolicy } from './policy.ts';
 import type { ServicePortCheck } from './service-port.ts';
@@ -35,6 +35,11 @@ export interface ProbeOptions {
   /** Extra trusted CAs (PEM) on top of the system's. */
   ca?: CaOption;
   bodyLimitBytes?: number;
+  /**
+   * The connection this round's other HTTP probes of the same origin use (http.ts); without it,
+   * the probe opens and closes its own. gRPC probes always open their own.
+   */
+  roundConnection?: RoundConnection;
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -113,7 +118,7 @@ export async function probeInterface(target: ProbeTarget, opts: ProbeOptions): P
     }
     exchange =
       plan.transport === 'http'
-        ? await httpExchange(plan, exchangeOpts)
+        ? await httpExchange(plan, exchangeOpts, opts.roundConnection)
         : await grpcExchange(plan, exchangeOpts);
   } finally {
     timeout.done();

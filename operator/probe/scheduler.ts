@@ -18,11 +18,17 @@
  * - a failing interface backs off by sitting out rounds: probed again after 1, 2, 4, then every
  *   8 rounds (at most maxBackoffMs apart); an Unsupported one is not asked again until the key
  *   changes. Its last result is reported in the rounds it sits out.
+ *
+ * Connections: a round's JSONRPC and HTTP+JSON interfaces of one origin are probed one after the
+ * other on one connection opened for that round, and closed with it (RoundConnection, http.ts);
+ * every other interface gets a connection of its own. No connection is kept between rounds.
  */
 import type { Registry } from 'prom-client';
 import { describeError } from '../errors.ts';
+import { httpOrigin } from './calls.ts';
 import type { Logger } from '../log.ts';
 import type { CaOption, Resolver } from './connect.ts';
+import { RoundConnection } from './http.ts';
 import { ProbeLimiter, hostKey } from './limiter.ts';
 import { type ProbeMetrics, createProbeMetrics } from './metrics.ts';
 import type { OwnerCheck } from './ownership.ts';
@@ -89,6 +95,27 @@ export function backoffRounds(failures: number, intervalMs: number, maxBackoffMs
   if (failures <= 1) return 0;
   const rounds = 2 ** Math.min(failures - 1, 3);
   return Math.max(1, Math.min(rounds, Math.floor(maxBackoffMs / intervalMs))) - 1;
+}
+
+/**
+ * The due interfaces of a round (indexes into `targets`) in the groups they are probed in (pure):
+ * the JSONRPC and HTTP+JSON interfaces of one origin together, in interface order, to share the
+ * round's connection; every other interface alone. Groups come in the order of their first index.
+ */
+export function roundGroups(targets: readonly ProbeTarget[], due: readonly number[]): number[][] {
+  const groups: number[][] = [];
+  const byOrigin = new Map<string, number[]>();
+  for (const i of due) {
+    const origin = httpOrigin(targets[i]!);
+    let group = origin === undefined ? undefined : byOrigin.get(origin);
+    if (!group) {
+      group = [];
+      groups.push(group);
+      if (origin !== undefined) byOrigin.set(origin, group);
+    }
+    group.push(i);
+  }
+  return groups;
 }
 
 interface Entry {
@@ -236,22 +263,18 @@ export class ProbeScheduler {
     const due: number[] = [];
     entry.skip.forEach((skip, i) => (skip <= 0 ? due.push(i) : (entry.skip[i] = skip - 1)));
     await Promise.all(
-      due.map(async (i) => {
-        const target = config.interfaces[i]!;
-        const result = await this.#limiter.run(hostKey(target.url), () => this.#probeOne(entry, target));
-        if (abort.signal.aborted) return;
-        entry.results[i] = result;
-        this.#metrics?.record(entry.card, i, result);
-        if (result.reason === 'Unsupported') {
-          entry.skip[i] = Infinity;
-          return;
-        }
-        if (result.reachable) entry.answered[i] = true;
-        // While the key settles, a failure is counted once: its early retries are not the backoff's.
-        const settling = entry.settlingRetries !== undefined;
-        entry.failures[i] = result.reachable ? 0 : settling ? 1 : entry.failures[i]! + 1;
-        entry.skip[i] = backoffRounds(entry.failures[i]!, config.intervalMs, this.#opts.maxBackoffMs);
-      }),
+      roundGroups(config.interfaces, due).map((group) =>
+        // A group takes one place in the limits: its probes run one after the other.
+        this.#limiter.run(hostKey(config.interfaces[group[0]!]!.url), async () => {
+          const shared = group.length > 1 ? new RoundConnection() : undefined;
+          try {
+            for (const i of group)
+              this.#record(entry, i, await this.#probeOne(entry, config.interfaces[i]!, shared));
+          } finally {
+            shared?.close();
+          }
+        }),
+      ),
     );
     if (abort.signal.aborted || this.#entries.get(entry.key) !== entry) return;
     const first = entry.rounds === 0;
@@ -263,6 +286,22 @@ export class ProbeScheduler {
     this.#schedule(entry, this.#settlingDelay(entry, planned) ?? planned);
   }
 
+  /** Takes in one interface's result: its metrics, its failures and the rounds it sits out. */
+  #record(entry: Entry, i: number, result: ProbeResult): void {
+    if (entry.abort.signal.aborted) return;
+    entry.results[i] = result;
+    this.#metrics?.record(entry.card, i, result);
+    if (result.reason === 'Unsupported') {
+      entry.skip[i] = Infinity;
+      return;
+    }
+    if (result.reachable) entry.answered[i] = true;
+    // While the key settles, a failure is counted once: its early retries are not the backoff's.
+    const settling = entry.settlingRetries !== undefined;
+    entry.failures[i] = result.reachable ? 0 : settling ? 1 : entry.failures[i]! + 1;
+    entry.skip[i] = backoffRounds(entry.failures[i]!, entry.config.intervalMs, this.#opts.maxBackoffMs);
+  }
+
   /** The next early retry of a key not settled yet, or undefined (and the key settled). */
   #settlingDelay(entry: Entry, plannedMs: number): number | undefined {
     if (entry.settlingRetries === undefined) return undefined;
@@ -272,7 +311,11 @@ export class ProbeScheduler {
     return delay;
   }
 
-  async #probeOne(entry: Entry, target: ProbeTarget): Promise<ProbeResult> {
+  async #probeOne(
+    entry: Entry,
+    target: ProbeTarget,
+    roundConnection?: RoundConnection,
+  ): Promise<ProbeResult> {
     const { config, abort } = entry;
     const base = {
       url: target.url,
@@ -308,6 +351,7 @@ export class ProbeScheduler {
         signal: abort.signal,
         resolver: this.#opts.resolver,
         ca: this.#opts.ca,
+        roundConnection,
       });
     } catch (err) {
       return {

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import * as grpc from '@grpc/grpc-js';
 import type { AgentCard } from '@a2a-js/sdk';
@@ -30,8 +30,15 @@ export interface A2APeers {
   grpc: string;
   /** Same gRPC server as a bare `host:port`. */
   grpcBare: string;
-  /** Requests seen by the HTTP server (method, path, authorization header present). */
-  seen: { method: string; path: string; auth: string | undefined }[];
+  /** Requests seen by the HTTP server (method, path, authorization header, connection number). */
+  seen: { method: string; path: string; auth: string | undefined; connection: number }[];
+  /** TCP connections the HTTP server (JSON-RPC and HTTP+JSON) has accepted so far. */
+  readonly connections: number;
+  /**
+   * While on, the HTTP server drops every new connection as soon as it is accepted (a server
+   * past its limit), and keeps serving the ones it has.
+   */
+  refuseNewConnections(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -80,6 +87,10 @@ export interface A2APeerOptions {
   host?: string;
   /** Loopback address to listen on (default 127.0.0.1); also the URLs' host unless `host` is set. */
   listen?: string;
+  /** The HTTP server's keepAliveTimeout (Node.js's default, 5 s, when not given). */
+  keepAliveTimeoutMs?: number;
+  /** Answer every HTTP request with `Connection: close`, closing its connection. */
+  closeConnections?: boolean;
 }
 
 /** Starts the peers on a loopback address (ephemeral ports). */
@@ -87,6 +98,14 @@ export async function startA2APeers(opts: A2APeerOptions = {}): Promise<A2APeers
   const seen: A2APeers['seen'] = [];
   const app = express();
   const httpServer = opts.tls ? https.createServer({ ...opts.tls }, app) : http.createServer(app);
+  if (opts.keepAliveTimeoutMs !== undefined) httpServer.keepAliveTimeout = opts.keepAliveTimeoutMs;
+  const connectionOf = new WeakMap<Socket, number>();
+  let connections = 0;
+  let refusing = false;
+  httpServer.prependListener(opts.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    if (refusing) socket.destroy();
+    else connectionOf.set(socket, ++connections);
+  });
   const listen = opts.listen ?? '127.0.0.1';
   await new Promise<void>((resolve) => httpServer.listen(0, listen, resolve));
   const scheme = opts.tls ? 'https' : 'http';
@@ -109,7 +128,13 @@ export async function startA2APeers(opts: A2APeerOptions = {}): Promise<A2APeers
   const handler = new DefaultRequestHandler(card(base, grpcUrl), new InMemoryTaskStore(), executor);
   const userBuilder = UserBuilder.noAuthentication;
   app.use((req, res, next) => {
-    seen.push({ method: req.method, path: req.path, auth: req.headers.authorization });
+    seen.push({
+      method: req.method,
+      path: req.path,
+      auth: req.headers.authorization,
+      connection: connectionOf.get(req.socket) ?? 0,
+    });
+    if (opts.closeConnections) res.setHeader('connection', 'close');
     if (opts.bearer && req.headers.authorization !== `Bearer ${opts.bearer}`) {
       res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: 'unauthenticated' });
       return;
@@ -131,6 +156,10 @@ export async function startA2APeers(opts: A2APeerOptions = {}): Promise<A2APeers
     grpc: grpcUrl,
     grpcBare: `${host}:${grpcPort}`,
     seen,
+    get connections() {
+      return connections;
+    },
+    refuseNewConnections: (on) => (refusing = on),
     close: async () => {
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
+import { RoundConnection } from '../../../operator/probe/http.ts';
 import { probeInterface } from '../../../operator/probe/probe.ts';
 import type { Resolver } from '../../../operator/probe/connect.ts';
 import type { ProbeTarget } from '../../../operator/probe/types.ts';
@@ -173,6 +174,30 @@ describe('TLS peers', () => {
       expect(Date.parse(result.tlsNotAfter!)).toBeGreaterThan(Date.now());
       expect(result.phases.tlsMs).toBeGreaterThanOrEqual(0);
       expect(result.phases.dnsMs).toBeGreaterThanOrEqual(0);
+    }
+  });
+
+  it('reports the certificate of a round connection to every probe that uses it', async () => {
+    const before = { connections: good.connections, seen: good.seen.length };
+    const roundConnection = new RoundConnection();
+    try {
+      const [jsonRpc, rest] = targets(good).filter(
+        (t) => t.protocolVersion === '1.0' && t.protocolBinding !== 'GRPC',
+      );
+      const first = await probeInterface(jsonRpc!, { ...opts, resolver, ca: ca.cert, roundConnection });
+      const second = await probeInterface(rest!, { ...opts, resolver, ca: ca.cert, roundConnection });
+      for (const result of [first, second])
+        expect(result).toMatchObject({ reachable: true, reason: 'Reachable' });
+      expect(second.phases.tlsMs).toBeUndefined(); // no handshake of its own
+      expect(second.tlsNotAfter).toBe(first.tlsNotAfter);
+      expect(Date.parse(second.tlsNotAfter!)).toBeGreaterThan(Date.now());
+      expect(good.connections - before.connections).toBe(1);
+      expect(good.seen.slice(before.seen).map((s) => s.connection)).toEqual([
+        good.connections,
+        good.connections,
+      ]);
+    } finally {
+      roundConnection.close();
     }
   });
 

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { credentialHeaders } from '../../../operator/probe/credentials.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
-import { ProbeScheduler } from '../../../operator/probe/scheduler.ts';
+import { ProbeScheduler, roundGroups } from '../../../operator/probe/scheduler.ts';
 import {
   nextInterfacesStatus,
   type InterfaceStatus,
@@ -295,5 +295,113 @@ describe('ProbeScheduler', () => {
     expect(rounds).toBeGreaterThanOrEqual(6);
     expect(writes).toBe(1);
     expect(status.condition).toMatchObject({ status: 'True', message: '3/3 reachable' });
+  });
+});
+
+describe('roundGroups', () => {
+  const t = (url: string, protocolBinding: string): ProbeTarget => ({
+    url,
+    protocolBinding,
+    protocolVersion: '1.0',
+  });
+
+  it('puts the HTTP interfaces of one origin together, and everything else alone', () => {
+    const targets = [
+      t('https://agent.example.com/a2a', 'JSONRPC'),
+      t('https://agent.example.com:443/rest', 'HTTP+JSON'),
+      t('https://agent.example.com:443', 'GRPC'),
+      t('http://agent.example.com/rest', 'HTTP+JSON'), // another scheme and port
+      t('https://AGENT.example.com/v03', 'JSONRPC'), // host names compare without case
+      t('https://agent.example.com:8443/rest', 'HTTP+JSON'), // another port
+      t('not a url', 'JSONRPC'),
+      t('https://agent.example.com/other', 'SLIMRPC'), // not a binding the probe asks
+    ];
+    expect(roundGroups(targets, [0, 1, 2, 3, 4, 5, 6, 7])).toEqual([[0, 1, 4], [2], [3], [5], [6], [7]]);
+    // Only the due interfaces, in the order given.
+    expect(roundGroups(targets, [1, 2, 4])).toEqual([[1, 4], [2]]);
+    expect(roundGroups(targets, [])).toEqual([]);
+  });
+
+  it('tells IPv6 literals apart by port', () => {
+    const targets = [
+      t('http://[::1]:80/a', 'JSONRPC'),
+      t('http://[::1]/b', 'HTTP+JSON'),
+      t('http://[::1]:8080/c', 'JSONRPC'),
+    ];
+    expect(roundGroups(targets, [0, 1, 2])).toEqual([[0, 1], [2]]);
+  });
+});
+
+describe('ProbeScheduler connections', () => {
+  /** The requests `p` saw since `from`, as [path, connection number]. */
+  const requests = (p: A2APeers, from: number) => p.seen.slice(from).map((s) => [s.path, s.connection]);
+
+  it("probes a round's JSON-RPC and HTTP+JSON interfaces of one origin on one new connection", async () => {
+    const own = await startA2APeers();
+    try {
+      const c = collector();
+      scheduler = new ProbeScheduler({ policy, onResults: c.onResults, random: () => 0.5 });
+      scheduler.upsert('ns/card', { interfaces: ifaces(own), intervalMs: 300, timeoutMs: 2000 });
+      await c.until('ns/card', 1);
+      expect(c.calls.get('ns/card')![0]!.map((r) => r.reason)).toEqual([
+        'Reachable',
+        'Reachable',
+        'Reachable',
+      ]);
+      expect(own.connections).toBe(1);
+      expect(requests(own, 0)).toEqual([
+        ['/jsonrpc', 1],
+        [expect.stringMatching(/^\/rest\/tasks\//), 1],
+      ]);
+      const [jsonRpc, rest] = c.calls.get('ns/card')![0]!;
+      expect(jsonRpc!.phases.connectMs).toBeGreaterThanOrEqual(0);
+      expect(rest!.phases.connectMs).toBeUndefined(); // it had no connection of its own to open
+      expect(rest!.phases.requestMs).toBeGreaterThanOrEqual(0);
+      // The next round opens a connection of its own: none is kept between rounds.
+      await c.until('ns/card', 2);
+      expect(own.connections).toBe(2);
+      expect(requests(own, 2).map(([, connection]) => connection)).toEqual([2, 2]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('fails the next round of a server that stopped accepting new connections', async () => {
+    // A kept connection would still be open on this server's side for a minute, and answer.
+    const own = await startA2APeers({ keepAliveTimeoutMs: 60_000 });
+    try {
+      const c = collector();
+      scheduler = new ProbeScheduler({ policy, onResults: c.onResults, random: () => 0.5 });
+      const interfaces = ifaces(own).slice(0, 2);
+      scheduler.upsert('ns/card', { interfaces, intervalMs: 300, timeoutMs: 2000 });
+      await c.until('ns/card', 1);
+      expect(c.calls.get('ns/card')![0]!.every((r) => r.reachable)).toBe(true);
+      own.refuseNewConnections(true);
+      await c.until('ns/card', 2);
+      const second = c.calls.get('ns/card')![1]!;
+      expect(second.map((r) => r.reason)).toEqual(['ConnectionFailed', 'ConnectionFailed']);
+      expect(own.seen).toHaveLength(2); // nothing reached the server in the second round
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('opens a new connection for the next probe when the server closed the last one', async () => {
+    const own = await startA2APeers({ closeConnections: true });
+    try {
+      const c = collector();
+      scheduler = new ProbeScheduler({ policy, onResults: c.onResults });
+      scheduler.upsert('ns/card', {
+        interfaces: ifaces(own).slice(0, 2),
+        intervalMs: 60_000,
+        timeoutMs: 2000,
+      });
+      await c.until('ns/card', 1);
+      expect(c.calls.get('ns/card')![0]!.map((r) => r.reason)).toEqual(['Reachable', 'Reachable']);
+      expect(requests(own, 0).map(([, connection]) => connection)).toEqual([1, 2]);
+      expect(c.calls.get('ns/card')![0]![1]!.phases.connectMs).toBeGreaterThanOrEqual(0);
+    } finally {
+      await own.close();
+    }
   });
 });
