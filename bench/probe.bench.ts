@@ -13,7 +13,9 @@
  * First, the floor of one probe's CPU, side by side: PROBE_BENCH_FLOOR_PROBES (default 4,000)
  * JSON-RPC probes of one peer, 16 in flight, by probeInterface in this process and by a Go
  * program on net/http doing the same exchange (bench/go-probe: fresh connection, POST, answer
- * parsed as JSON), each measuring its own process's CPU; two rounds each, taking turns.
+ * parsed as JSON), each measuring its own process's CPU; two rounds each, taking turns. In the
+ * same turns, pairs of a JSON-RPC and an HTTP+JSON probe of one origin, with a connection each
+ * and on one round connection, for what sharing a round's connection saves.
  *
  *   node bench/probe.bench.ts            (env: PROBE_BENCH_INTERFACES, PROBE_BENCH_INTERVAL_S,
  *                                         PROBE_BENCH_PEERS, PROBE_BENCH_FLOOR_PROBES)
@@ -80,7 +82,7 @@ async function main(): Promise<void> {
     ),
   );
 
-  const floor = await probeFloor(peerUrls[0]!.jsonrpc);
+  const floor = await probeFloor(peerUrls[0]!);
 
   const resolver = async () => [{ address: '127.0.0.1', family: 4 }];
   const withHost = (url: string, host: string) => url.replace('127.0.0.1', host);
@@ -200,21 +202,56 @@ One probe's CPU against its floor (${floor.probes.toLocaleString('en')} JSON-RPC
 | --- | --- | --- |
 | probeInterface (Node.js, undici) | ${floor.oursMs.toFixed(3)} ms | ${(floor.oursMs / floor.goMs).toFixed(2)}x |
 | floor: Go net/http, same exchange (bench/go-probe) | ${floor.goMs.toFixed(3)} ms | 1.00x |
+
+What a round's connection saves, measured the same way (${floor.probes.toLocaleString('en')} probes in pairs: a JSON-RPC and an HTTP+JSON probe of one origin, one after the other):
+
+| pair of probes | CPU per probe | vs a connection each |
+| --- | --- | --- |
+| a connection each | ${floor.pairOwnMs.toFixed(3)} ms | 1.00x |
+| one round connection (RoundConnection, as the scheduler asks them) | ${floor.pairSharedMs.toFixed(3)} ms | ${(floor.pairSharedMs / floor.pairOwnMs).toFixed(2)}x |
 `;
   replaceSection('probe', section);
   process.stdout.write(section);
 }
 
 /**
- * CPU per JSON-RPC probe of `url`: probeInterface in this process vs the Go floor
+ * CPU per JSON-RPC probe of `peer`: probeInterface in this process vs the Go floor
  * (bench/go-probe), the same number of probes with the same number in flight, taking turns.
+ * Beside it, what a round's connection saves: a JSON-RPC and an HTTP+JSON probe of one origin,
+ * a connection each, and the same pair on one RoundConnection (as the scheduler asks them).
  */
-async function probeFloor(url: string): Promise<{ probes: number; oursMs: number; goMs: number }> {
+async function probeFloor(
+  peer: PeerUrls,
+): Promise<{ probes: number; oursMs: number; goMs: number; pairOwnMs: number; pairSharedMs: number }> {
   const { createAddressPolicy } = await import('../operator/probe/policy.ts');
   const { probeInterface } = await import('../operator/probe/probe.ts');
+  const { RoundConnection } = await import('../operator/probe/http.ts');
   const probes = Number(process.env.PROBE_BENCH_FLOOR_PROBES ?? 4000);
   const policy = createAddressPolicy({ allowCidrs: ['127.0.0.0/8'] });
+  const url = peer.jsonrpc;
   const target = { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+  const pair = [target, { url: peer.rest, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }];
+  /** CPU per probe of `probes / 2` pairs, 16 in flight, with a round connection per pair or not. */
+  const pairs = async (shared: boolean) => {
+    let next = 0;
+    let failed = 0;
+    const cpu0 = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: FLOOR_IN_FLIGHT }, async () => {
+        while ((next += 2) <= probes) {
+          const roundConnection = shared ? new RoundConnection() : undefined;
+          for (const t of pair) {
+            const r = await probeInterface(t, { timeoutMs: 5000, policy, roundConnection });
+            if (!r.reachable) failed++;
+          }
+          roundConnection?.close();
+        }
+      }),
+    );
+    const cpu = process.cpuUsage(cpu0);
+    if (failed) throw new Error(`probe floor: ${failed} of the pairs' probes failed`);
+    return (cpu.user + cpu.system) / 1000 / probes;
+  };
   const go = await goProgram({
     sourceDir: fileURLToPath(new URL('go-probe', import.meta.url)),
     sources: ['go.mod', 'main.go'],
@@ -253,16 +290,28 @@ async function probeFloor(url: string): Promise<{ probes: number; oursMs: number
     return (r.cpuSeconds * 1000) / r.probes;
   };
   await ours(); // warm-up: JIT and the peer
+  await pairs(true);
   const oursMs: number[] = [];
   const goMs: number[] = [];
+  const pairOwnMs: number[] = [];
+  const pairSharedMs: number[] = [];
   for (let round = 0; round < 2; round++) {
     oursMs.push(await ours());
     goMs.push(await theirs());
+    pairOwnMs.push(await pairs(false));
+    pairSharedMs.push(await pairs(true));
   }
+  const list = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(', ');
   process.stderr.write(
-    `probe floor: ours ${oursMs.map((x) => x.toFixed(3)).join(', ')} ms, Go ${goMs.map((x) => x.toFixed(3)).join(', ')} ms per probe\n`,
+    `probe floor: ours ${list(oursMs)} ms, Go ${list(goMs)} ms per probe; pairs ${list(pairOwnMs)} ms, on a round connection ${list(pairSharedMs)} ms\n`,
   );
-  return { probes, oursMs: Math.min(...oursMs), goMs: Math.min(...goMs) };
+  return {
+    probes,
+    oursMs: Math.min(...oursMs),
+    goMs: Math.min(...goMs),
+    pairOwnMs: Math.min(...pairOwnMs),
+    pairSharedMs: Math.min(...pairSharedMs),
+  };
 }
 
 function sleep(ms: number): Promise<void> {
