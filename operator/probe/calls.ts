@@ -85,9 +85,17 @@ function parseEndpoint(url: string, allowBare: boolean): Endpoint | string {
 export function httpOrigin(target: ProbeTarget): string | undefined {
   if (target.protocolBinding !== 'JSONRPC' && target.protocolBinding !== 'HTTP+JSON') return undefined;
   const endpoint = parseEndpoint(target.url, false);
-  if (typeof endpoint === 'string') return undefined;
-  const host = endpoint.hostname.includes(':') ? `[${endpoint.hostname}]` : endpoint.hostname;
-  return `${endpoint.scheme}://${host}:${endpoint.port}`;
+  return typeof endpoint === 'string' ? undefined : endpointOrigin(endpoint);
+}
+
+/** The `scheme://host:port` of an http(s) endpoint, as undici's Client takes it. */
+export function endpointOrigin(endpoint: Endpoint): string {
+  return `${endpoint.scheme}://${hostForUrl(endpoint.hostname)}:${endpoint.port}`;
+}
+
+/** A hostname as a URL writes it: IPv6 literals in brackets. */
+export function hostForUrl(hostname: string): string {
+  return hostname.includes(':') ? `[${hostname}]` : hostname;
 }
 
 /** Path of the URL without a trailing slash, query kept aside ('' for the root). */

@@ -4,17 +4,11 @@
  * The connection comes from openConnection (address policy on the resolved address).
  */
 import http2 from 'node:http2';
-import type { ProbePlan } from './calls.ts';
+import { type ProbePlan, hostForUrl } from './calls.ts';
 import { type Observation, PROBE_CODES } from './classify.ts';
 import { type Connection, ProbeFailure, openConnection } from './connect.ts';
 import { decodeStatusErrorInfo } from './grpc-wire.ts';
-import {
-  type ExchangeOptions,
-  type ExchangeResult,
-  USER_AGENT,
-  failureObservation,
-  hostForUrl,
-} from './http.ts';
+import { type ExchangeOptions, type ExchangeResult, USER_AGENT, failureObservation } from './http.ts';
 
 type GrpcPlan = Extract<ProbePlan, { transport: 'grpc' }>;
 

@@ -7,7 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 import { Client } from 'undici';
-import type { Endpoint, ProbePlan } from './calls.ts';
+import { type Endpoint, type ProbePlan, endpointOrigin } from './calls.ts';
 import type { Observation } from './classify.ts';
 import { type CaOption, type ConnectOptions, ProbeFailure, abortCode, openConnection } from './connect.ts';
 
@@ -63,14 +63,9 @@ export async function readCapped(
   return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
 }
 
-export function hostForUrl(hostname: string): string {
-  return hostname.includes(':') ? `[${hostname}]` : hostname;
-}
-
 /** One exchange on a client: what its connect needs, and where it writes what it learnt. */
 interface InFlight {
   endpoint: Endpoint;
-  secure: boolean;
   opts: ExchangeOptions;
   out: ExchangeResult;
 }
@@ -79,8 +74,9 @@ interface InFlight {
  * An undici Client for one origin whose connections come from openConnection, for the exchange
  * `inFlight()` returns at the time it connects (its deadline, its phases, its result).
  */
-function probeClient(origin: string, secure: boolean, keepAliveMs: number, inFlight: () => InFlight): Client {
-  return new Client(origin, {
+function probeClient(endpoint: Endpoint, keepAliveMs: number, inFlight: () => InFlight): Client {
+  const secure = endpoint.scheme === 'https';
+  return new Client(endpointOrigin(endpoint), {
     allowH2: secure,
     pipelining: 1,
     keepAliveTimeout: keepAliveMs,
@@ -89,7 +85,7 @@ function probeClient(origin: string, secure: boolean, keepAliveMs: number, inFli
     bodyTimeout: 0,
     maxHeaderSize: 16 * 1024,
     connect: (_o, callback) => {
-      const { endpoint, opts, out } = inFlight();
+      const { opts, out } = inFlight();
       out.tlsNotAfter = undefined; // A new connection: whatever the last one's certificate said is gone.
       openConnection(endpoint, {
         ...opts,
@@ -129,14 +125,15 @@ export class RoundConnection {
   #tlsNotAfter?: string;
 
   /** The shared client, with `inFlight` as the exchange a new connection would be opened for. */
-  use(origin: string, inFlight: InFlight): Client {
+  use(inFlight: InFlight): Client {
+    const origin = endpointOrigin(inFlight.endpoint);
     if (this.#origin !== undefined && this.#origin !== origin) {
       throw new Error(`a round connection to ${this.#origin} cannot carry a probe of ${origin}`);
     }
     this.#origin = origin;
     this.#inFlight = inFlight;
     inFlight.out.tlsNotAfter = this.#tlsNotAfter;
-    this.#client ??= probeClient(origin, inFlight.secure, ROUND_KEEP_ALIVE_MS, () => this.#inFlight!);
+    this.#client ??= probeClient(inFlight.endpoint, ROUND_KEEP_ALIVE_MS, () => this.#inFlight!);
     return this.#client;
   }
 
@@ -157,12 +154,9 @@ export async function httpExchange(
   opts: ExchangeOptions,
   shared?: RoundConnection,
 ): Promise<ExchangeResult> {
-  const { endpoint } = plan;
-  const secure = endpoint.scheme === 'https';
-  const origin = `${secure ? 'https' : 'http'}://${hostForUrl(endpoint.hostname)}:${endpoint.port}`;
   const out: ExchangeResult = { observation: { kind: 'failure', code: 'ECONNREFUSED' } };
-  const inFlight: InFlight = { endpoint, secure, opts, out };
-  const client = shared ? shared.use(origin, inFlight) : probeClient(origin, secure, 1, () => inFlight);
+  const inFlight: InFlight = { endpoint: plan.endpoint, opts, out };
+  const client = shared ? shared.use(inFlight) : probeClient(plan.endpoint, 1, () => inFlight);
   // A reused connection is ready now; a new one moves this to when it is.
   out.readyAt = performance.now();
   try {
