@@ -98,15 +98,16 @@ export function backoffRounds(failures: number, intervalMs: number, maxBackoffMs
 }
 
 /**
- * The due interfaces of a round (indexes into `targets`) in the groups they are probed in (pure):
- * the JSONRPC and HTTP+JSON interfaces of one origin together, in interface order, to share the
- * round's connection; every other interface alone. Groups come in the order of their first index.
+ * The due interfaces of a round (indexes into `origins`, each interface's `httpOrigin`) in the
+ * groups they are probed in (pure): the JSONRPC and HTTP+JSON interfaces of one origin together,
+ * in interface order, to share the round's connection; every other interface alone. Groups come
+ * in the order of their first index.
  */
-export function roundGroups(targets: readonly ProbeTarget[], due: readonly number[]): number[][] {
+export function roundGroups(origins: readonly (string | undefined)[], due: readonly number[]): number[][] {
   const groups: number[][] = [];
   const byOrigin = new Map<string, number[]>();
   for (const i of due) {
-    const origin = httpOrigin(targets[i]!);
+    const origin = origins[i];
     let group = origin === undefined ? undefined : byOrigin.get(origin);
     if (!group) {
       group = [];
@@ -123,6 +124,8 @@ interface Entry {
   card: { namespace: string; name: string };
   config: ProbeConfig;
   fingerprint: string;
+  /** Each interface's httpOrigin, for roundGroups: fixed while the fingerprint is. */
+  origins: (string | undefined)[];
   results: (ProbeResult | undefined)[];
   failures: number[];
   /** Rounds each interface still sits out (Infinity: never probed again). */
@@ -188,6 +191,7 @@ export class ProbeScheduler {
       card: cardOf(key),
       config,
       fingerprint: print,
+      origins: config.interfaces.map(httpOrigin),
       results: new Array<ProbeResult | undefined>(n).fill(undefined),
       failures: new Array<number>(n).fill(0),
       skip: new Array<number>(n).fill(0),
@@ -263,7 +267,7 @@ export class ProbeScheduler {
     const due: number[] = [];
     entry.skip.forEach((skip, i) => (skip <= 0 ? due.push(i) : (entry.skip[i] = skip - 1)));
     await Promise.all(
-      roundGroups(config.interfaces, due).map((group) =>
+      roundGroups(entry.origins, due).map((group) =>
         // A group takes one place in the limits: its probes run one after the other.
         this.#limiter.run(hostKey(config.interfaces[group[0]!]!.url), async () => {
           const shared = group.length > 1 ? new RoundConnection() : undefined;

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { credentialHeaders } from '../../../operator/probe/credentials.ts';
 import { createAddressPolicy } from '../../../operator/probe/policy.ts';
+import { httpOrigin } from '../../../operator/probe/calls.ts';
 import { ProbeScheduler, roundGroups } from '../../../operator/probe/scheduler.ts';
 import {
   nextInterfacesStatus,
@@ -316,10 +317,17 @@ describe('roundGroups', () => {
       t('not a url', 'JSONRPC'),
       t('https://agent.example.com/other', 'SLIMRPC'), // not a binding the probe asks
     ];
-    expect(roundGroups(targets, [0, 1, 2, 3, 4, 5, 6, 7])).toEqual([[0, 1, 4], [2], [3], [5], [6], [7]]);
+    expect(roundGroups(targets.map(httpOrigin), [0, 1, 2, 3, 4, 5, 6, 7])).toEqual([
+      [0, 1, 4],
+      [2],
+      [3],
+      [5],
+      [6],
+      [7],
+    ]);
     // Only the due interfaces, in the order given.
-    expect(roundGroups(targets, [1, 2, 4])).toEqual([[1, 4], [2]]);
-    expect(roundGroups(targets, [])).toEqual([]);
+    expect(roundGroups(targets.map(httpOrigin), [1, 2, 4])).toEqual([[1, 4], [2]]);
+    expect(roundGroups(targets.map(httpOrigin), [])).toEqual([]);
   });
 
   it('tells IPv6 literals apart by port', () => {
@@ -328,7 +336,7 @@ describe('roundGroups', () => {
       t('http://[::1]/b', 'HTTP+JSON'),
       t('http://[::1]:8080/c', 'JSONRPC'),
     ];
-    expect(roundGroups(targets, [0, 1, 2])).toEqual([[0, 1], [2]]);
+    expect(roundGroups(targets.map(httpOrigin), [0, 1, 2])).toEqual([[0, 1], [2]]);
   });
 });
 
