@@ -183,30 +183,30 @@ export class ControllerMetrics {
   }
 
   private *readySamples(): Generator<Sample<'namespace' | 'name' | 'condition'>> {
-    for (const { namespace, name, ready } of this.cards.values())
+    for (const { namespace, name, ready } of Array.from(this.cards.values()))
       for (const condition of CONDITION_VALUES)
         yield { labels: { namespace, name, condition }, value: condition === ready ? 1 : 0 };
   }
 
   private *infoSamples(): Generator<Sample<'namespace' | 'name' | 'version' | 'digest'>> {
-    for (const { namespace, name, version, digest } of this.cards.values())
+    for (const { namespace, name, version, digest } of Array.from(this.cards.values()))
       if (version !== undefined && digest !== undefined)
         yield { labels: { namespace, name, version, digest }, value: 1 };
   }
 
   private *conditionSamples(): Generator<Sample<'namespace' | 'name' | 'type' | 'status' | 'reason'>> {
-    for (const { namespace, name, conditions: c } of this.cards.values())
+    for (const { namespace, name, conditions: c } of Array.from(this.cards.values()))
       for (let i = 0; i + 2 < c.length; i += 3)
         yield { labels: { namespace, name, type: c[i]!, status: c[i + 1]!, reason: c[i + 2]! }, value: 1 };
   }
 
   private *certificateSamples(): Generator<Sample<'namespace' | 'name' | 'kid'>> {
-    for (const { namespace, name, certificates } of this.cards.values())
+    for (const { namespace, name, certificates } of Array.from(this.cards.values()))
       for (const [kid, notAfter] of certificates) yield { labels: { namespace, name, kid }, value: notAfter };
   }
 
   private *podsMissingSamples(): Generator<Sample<'namespace' | 'name'>> {
-    for (const { namespace, name, podsMissingSidecar } of this.cards.values())
+    for (const { namespace, name, podsMissingSidecar } of Array.from(this.cards.values()))
       yield { labels: { namespace, name }, value: podsMissingSidecar };
   }
 }

@@ -50,7 +50,7 @@ export function createProbeMetrics(registry: Registry): ProbeMetrics {
       registers: [registry],
     },
     function* () {
-      for (const { namespace, name, interfaces } of cards.values())
+      for (const { namespace, name, interfaces } of Array.from(cards.values()))
         for (const [i, s] of interfaces.entries())
           if (s)
             yield { labels: { namespace, name, interface: String(i), binding: s.binding }, value: s.success };
@@ -71,7 +71,7 @@ export function createProbeMetrics(registry: Registry): ProbeMetrics {
       registers: [registry],
     },
     function* () {
-      for (const { namespace, name, interfaces } of cards.values())
+      for (const { namespace, name, interfaces } of Array.from(cards.values()))
         for (const [i, s] of interfaces.entries())
           if (s?.notAfter !== undefined)
             yield { labels: { namespace, name, interface: String(i) }, value: s.notAfter };

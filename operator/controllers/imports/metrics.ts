@@ -63,7 +63,7 @@ export class ImportMetrics {
   }
 
   private *entries(): Generator<Sample<'namespace' | 'import' | 'state'>> {
-    for (const s of this.imports.values()) {
+    for (const s of Array.from(this.imports.values())) {
       const labels = { namespace: s.namespace, import: s.name };
       const refused = Object.values(s.refused).reduce((a, b) => a + b, 0);
       yield { labels: { ...labels, state: 'imported' }, value: s.imported };
@@ -73,13 +73,13 @@ export class ImportMetrics {
   }
 
   private *refused(): Generator<Sample<'namespace' | 'import' | 'reason'>> {
-    for (const s of this.imports.values())
+    for (const s of Array.from(this.imports.values()))
       for (const [reason, value] of Object.entries(s.refused))
         yield { labels: { namespace: s.namespace, import: s.name, reason }, value };
   }
 
   private *lastSuccess(): Generator<Sample<'namespace' | 'import'>> {
-    for (const s of this.imports.values())
+    for (const s of Array.from(this.imports.values()))
       if (s.lastSuccess !== undefined)
         yield { labels: { namespace: s.namespace, import: s.name }, value: s.lastSuccess / 1000 };
   }

@@ -41,7 +41,7 @@ export class PolicyMetrics {
   }
 
   private *samples(): Generator<Sample<Labels>> {
-    for (const { kind, namespace, name, rules } of this.policies.values())
+    for (const { kind, namespace, name, rules } of Array.from(this.policies.values()))
       for (const [rule, value] of rules) yield { labels: { kind, namespace, policy: name, rule }, value };
   }
 }

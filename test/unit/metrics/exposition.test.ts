@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeExposition } from '../../../operator/metrics/exposition.ts';
 import { ScrapeTimeGauge } from '../../../operator/metrics/scrape-time.ts';
+import { ControllerMetrics } from '../../../operator/controllers/metrics.ts';
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -124,5 +125,83 @@ describe('writeExposition', () => {
     // (the headers and the first metric may or may not have reached it before the cut).
     const url = await serve(later);
     await expect(fetch(url).then((r) => r.text())).rejects.toThrow();
+  });
+
+  it('writes scrape-time gauges in pieces with the same bytes, whatever the piece boundaries', async () => {
+    const registry = new Registry();
+    new Counter({ name: 'a_total', help: 'h', registers: [registry] }).inc();
+    // Series counts around the piece size (50), and none: the page must not change.
+    for (const count of [0, 1, 49, 50, 51, 2_500]) {
+      new ScrapeTimeGauge(
+        { name: `g_${count}`, help: 'line one\nline "two"', labelNames: ['name'], registers: [registry] },
+        function* () {
+          for (let i = 0; i < count; i++) yield { labels: { name: `card-${i}` }, value: i };
+        },
+      );
+    }
+    const res = await fetch(await serve(registry));
+    expect(await res.text()).toBe(await registry.metrics());
+  });
+
+  it('cuts a gauge into pieces prom-client formats, the later ones without HELP and TYPE', async () => {
+    const registry = new Registry();
+    const gauge = new ScrapeTimeGauge(
+      { name: 'g', help: 'h', labelNames: ['name'], registers: [registry] },
+      function* () {
+        for (let i = 0; i < 7; i++) yield { labels: { name: `n${i}` }, value: i };
+      },
+    );
+    const pieces: string[] = [];
+    for await (const piece of gauge.pieces(registry, 3)) pieces.push(piece);
+    expect(pieces).toEqual([
+      '# HELP g h\n# TYPE g gauge\ng{name="n0"} 0\ng{name="n1"} 1\ng{name="n2"} 2',
+      'g{name="n3"} 3\ng{name="n4"} 4\ng{name="n5"} 5',
+      'g{name="n6"} 6',
+    ]);
+    expect(pieces.join('\n')).toBe(await registry.getSingleMetricAsString('g'));
+  });
+
+  it('gives concurrent scrapes the whole page each', async () => {
+    const registry = operatorLikeRegistry(3_500);
+    const url = await serve(registry);
+    const bodies = await Promise.all([1, 2, 3].map(() => fetch(url).then((r) => r.text())));
+    const ready = (text: string) =>
+      text
+        .split('\n\n')
+        .find((block) => block.startsWith('# HELP t_ready'))
+        ?.trimEnd();
+    const expected = ready(await registry.metrics());
+    expect(expected?.split('\n')).toHaveLength(3_502);
+    for (const body of bodies) expect(ready(body)).toBe(expected);
+  });
+
+  it('lets other work run between pieces, and reports a card changed meanwhile once', async () => {
+    const registry = new Registry();
+    const cards = new ControllerMetrics(registry);
+    for (let i = 0; i < 2_000; i++)
+      cards.setCard('ns', `card-${i}`, { ready: 'False', version: '1.0.0', digest: 'sha256:aa' });
+    server = createServer((_req, res) => {
+      // Runs at the scrape's first turn of the event loop: between two pieces of agentcard_ready.
+      setImmediate(() => {
+        cards.forgetCard('ns', 'card-0');
+        cards.setCard('ns', 'card-0', { ready: 'True', version: '2.0.0', digest: 'sha256:bb' });
+      });
+      void writeExposition(registry, res);
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const body = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`).then((r) =>
+      r.text(),
+    );
+    const lines = body.split('\n');
+    // agentcard_ready was read before the change (its first piece already out), agentcard_info after.
+    expect(lines.filter((l) => l.startsWith('agentcard_ready{namespace="ns",name="card-0",'))).toEqual([
+      'agentcard_ready{namespace="ns",name="card-0",condition="True"} 0',
+      'agentcard_ready{namespace="ns",name="card-0",condition="False"} 1',
+      'agentcard_ready{namespace="ns",name="card-0",condition="Unknown"} 0',
+    ]);
+    expect(lines.filter((l) => l.startsWith('agentcard_info{namespace="ns",name="card-0",'))).toEqual([
+      'agentcard_info{namespace="ns",name="card-0",version="2.0.0",digest="sha256:bb"} 1',
+    ]);
+    expect(lines.filter((l) => l.startsWith('agentcard_info{'))).toHaveLength(2_000);
   });
 });
