@@ -374,12 +374,18 @@ async function startOperator(
 }
 
 /** Peak RSS (MiB) and CPU seconds of a running process, from /proc. */
-function processUsage(pid: number): { peakMiB: number; rssMiB: number; cpuSeconds: number } {
+function processUsage(pid: number): {
+  peakMiB: number;
+  rssMiB: number;
+  rssFileMiB: number;
+  cpuSeconds: number;
+} {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return {
     peakMiB: Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
     rssMiB: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
+    rssFileMiB: Number(/RssFile:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024,
     cpuSeconds: (Number(stat[11]) + Number(stat[12])) / 100, // utime + stime, in clock ticks
   };
 }
@@ -697,7 +703,12 @@ interface ProbePhase {
   /** When the peak RSS was reached (seconds after the start, and the phase). */
   peakWhen: string;
   rssMiB: number;
+  /** Of the RSS: pages of mapped files (the Node.js executable and its libraries). */
+  rssFileMiB: number;
   heapMiB: number;
+  /** V8's heap as committed (in use or not), and memory outside it that V8 knows of (Buffers). */
+  heapTotalMiB: number;
+  externalMiB: number;
   probesPerSecond: number;
   steadyWrites: Record<string, number>;
   specChange: { n: number; p50: number; p99: number; max: number };
@@ -776,8 +787,9 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     );
     log(
       `probes: steady ${measuredSeconds.toFixed(0)} s, CPU ${((usage.cpuSeconds - cpu0) / measuredSeconds).toFixed(3)} core, ` +
-        `peak RSS ${peakMiB.toFixed(0)} MiB, RSS ${usage.rssMiB.toFixed(0)} MiB, ` +
-        `heap ${(metric('nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(0)} MiB, writes ${JSON.stringify(steadyWrites)}`,
+        `peak RSS ${peakMiB.toFixed(0)} MiB, RSS ${usage.rssMiB.toFixed(0)} MiB (files ${usage.rssFileMiB.toFixed(0)}), ` +
+        `heap ${(metric('nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(0)} of ${(metric('nodejs_heap_size_total_bytes') / 2 ** 20).toFixed(0)} MiB, ` +
+        `external ${(metric('nodejs_external_memory_bytes') / 2 ** 20).toFixed(0)} MiB, writes ${JSON.stringify(steadyWrites)}`,
     );
 
     // Spec changes, one at a time: time from the patch's answer to the new card in the ConfigMap.
@@ -813,7 +825,10 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
       peakMiB,
       peakWhen: `${peakAt.seconds.toFixed(0)} s after the start, ${peakAt.phase}`,
       rssMiB: usage.rssMiB,
+      rssFileMiB: usage.rssFileMiB,
       heapMiB: metric('nodejs_heap_size_used_bytes') / 2 ** 20,
+      heapTotalMiB: metric('nodejs_heap_size_total_bytes') / 2 ** 20,
+      externalMiB: metric('nodejs_external_memory_bytes') / 2 ** 20,
       probesPerSecond: (metric('agentcard_probes_total') - probes0) / measuredSeconds,
       steadyWrites,
       specChange: { n: sorted.length, p50: q(0.5), p99: q(0.99), max: sorted.at(-1)! },
@@ -1141,7 +1156,10 @@ function reportProbes(probes: ProbePhase): void {
         ],
       ),
       '',
-      `At the end of the steady window: heap in use ${probes.heapMiB.toFixed(0)} MiB, RSS ${probes.rssMiB.toFixed(0)} MiB.`,
+      `At the end of the steady window: RSS ${probes.rssMiB.toFixed(0)} MiB, of which ` +
+        `${probes.rssFileMiB.toFixed(0)} MiB are pages of mapped files (the Node.js executable and its libraries); ` +
+        `V8's heap ${probes.heapTotalMiB.toFixed(0)} MiB committed, ${probes.heapMiB.toFixed(0)} MiB in use; ` +
+        `external memory (Buffers) ${probes.externalMiB.toFixed(0)} MiB.`,
     ].join('\n'),
   );
 }
