@@ -310,6 +310,8 @@ interface OperatorRun {
   rssAtSyncKiB: number;
   /** When it logged that every AgentCard was reconciled once (0: not yet). */
   caughtUpAt: number;
+  /** How long each scrape of its /metrics took, in order. */
+  scrapeSeconds: number[];
   exited: Promise<number | null>;
   stderr: () => string;
 }
@@ -355,6 +357,7 @@ async function startOperator(
     syncedAt: 0,
     rssAtSyncKiB: NaN,
     caughtUpAt: 0,
+    scrapeSeconds: [],
     exited: new Promise<number | null>((r) => child.once('exit', r)),
     stderr: () => stderr,
   };
@@ -395,7 +398,10 @@ function processUsage(pid: number): {
  * `name{label="value"}` sums only the series with that one label.
  */
 async function operatorMetrics(run: OperatorRun): Promise<(name: string) => number> {
+  const started = performance.now();
   const text = run.port ? await (await fetch(`http://127.0.0.1:${run.port}/metrics`)).text() : '';
+  // From the request to the last byte: with probes on, the scrape shares the event loop with them.
+  run.scrapeSeconds.push((performance.now() - started) / 1000);
   const sums = new Map<string, number>();
   const add = (key: string, value: number) => sums.set(key, (sums.get(key) ?? 0) + value);
   for (const line of text.split('\n')) {
@@ -709,6 +715,8 @@ interface ProbePhase {
   /** V8's heap as committed (in use or not), and memory outside it that V8 knows of (Buffers). */
   heapTotalMiB: number;
   externalMiB: number;
+  /** The two scrapes of /metrics that open and close the steady window, in seconds. */
+  scrapeSeconds: number[];
   probesPerSecond: number;
   steadyWrites: Record<string, number>;
   specChange: { n: number; p50: number; p99: number; max: number };
@@ -789,7 +797,11 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
       `probes: steady ${measuredSeconds.toFixed(0)} s, CPU ${((usage.cpuSeconds - cpu0) / measuredSeconds).toFixed(3)} core, ` +
         `peak RSS ${peakMiB.toFixed(0)} MiB, RSS ${usage.rssMiB.toFixed(0)} MiB (files ${usage.rssFileMiB.toFixed(0)}), ` +
         `heap ${(metric('nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(0)} of ${(metric('nodejs_heap_size_total_bytes') / 2 ** 20).toFixed(0)} MiB, ` +
-        `external ${(metric('nodejs_external_memory_bytes') / 2 ** 20).toFixed(0)} MiB, writes ${JSON.stringify(steadyWrites)}`,
+        `external ${(metric('nodejs_external_memory_bytes') / 2 ** 20).toFixed(0)} MiB, ` +
+        `scrapes ${op.scrapeSeconds
+          .slice(-2)
+          .map((t) => t.toFixed(2))
+          .join(' and ')} s, writes ${JSON.stringify(steadyWrites)}`,
     );
 
     // Spec changes, one at a time: time from the patch's answer to the new card in the ConfigMap.
@@ -829,6 +841,7 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
       heapMiB: metric('nodejs_heap_size_used_bytes') / 2 ** 20,
       heapTotalMiB: metric('nodejs_heap_size_total_bytes') / 2 ** 20,
       externalMiB: metric('nodejs_external_memory_bytes') / 2 ** 20,
+      scrapeSeconds: op.scrapeSeconds.slice(-2),
       probesPerSecond: (metric('agentcard_probes_total') - probes0) / measuredSeconds,
       steadyWrites,
       specChange: { n: sorted.length, p50: q(0.5), p99: q(0.99), max: sorted.at(-1)! },
@@ -1159,7 +1172,9 @@ function reportProbes(probes: ProbePhase): void {
       `At the end of the steady window: RSS ${probes.rssMiB.toFixed(0)} MiB, of which ` +
         `${probes.rssFileMiB.toFixed(0)} MiB are pages of mapped files (the Node.js executable and its libraries); ` +
         `V8's heap ${probes.heapTotalMiB.toFixed(0)} MiB committed, ${probes.heapMiB.toFixed(0)} MiB in use; ` +
-        `external memory (Buffers) ${probes.externalMiB.toFixed(0)} MiB.`,
+        `external memory (Buffers) ${probes.externalMiB.toFixed(0)} MiB. ` +
+        `The scrapes of \`/metrics\` that opened and closed the window took ` +
+        `${probes.scrapeSeconds.map((t) => t.toFixed(2)).join(' and ')} s from the request to the last byte.`,
     ].join('\n'),
   );
 }
