@@ -793,15 +793,15 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
     log(
       `probes: peak RSS ${peakAt.mib.toFixed(0)} MiB reached ${peakAt.seconds.toFixed(0)} s after the start (${peakAt.phase})`,
     );
+    const heapMiB = metric('nodejs_heap_size_used_bytes') / 2 ** 20;
+    const heapTotalMiB = metric('nodejs_heap_size_total_bytes') / 2 ** 20;
+    const externalMiB = metric('nodejs_external_memory_bytes') / 2 ** 20;
+    const scrapeSeconds = op.scrapeSeconds.slice(-2);
     log(
       `probes: steady ${measuredSeconds.toFixed(0)} s, CPU ${((usage.cpuSeconds - cpu0) / measuredSeconds).toFixed(3)} core, ` +
         `peak RSS ${peakMiB.toFixed(0)} MiB, RSS ${usage.rssMiB.toFixed(0)} MiB (files ${usage.rssFileMiB.toFixed(0)}), ` +
-        `heap ${(metric('nodejs_heap_size_used_bytes') / 2 ** 20).toFixed(0)} of ${(metric('nodejs_heap_size_total_bytes') / 2 ** 20).toFixed(0)} MiB, ` +
-        `external ${(metric('nodejs_external_memory_bytes') / 2 ** 20).toFixed(0)} MiB, ` +
-        `scrapes ${op.scrapeSeconds
-          .slice(-2)
-          .map((t) => t.toFixed(2))
-          .join(' and ')} s, writes ${JSON.stringify(steadyWrites)}`,
+        `heap ${heapMiB.toFixed(0)} of ${heapTotalMiB.toFixed(0)} MiB, external ${externalMiB.toFixed(0)} MiB, ` +
+        `scrapes ${scrapeSeconds.map((t) => t.toFixed(2)).join(' and ')} s, writes ${JSON.stringify(steadyWrites)}`,
     );
 
     // Spec changes, one at a time: time from the patch's answer to the new card in the ConfigMap.
@@ -838,10 +838,10 @@ async function probePhase(kc: KubeConfig, namespace: string, n: number): Promise
       peakWhen: `${peakAt.seconds.toFixed(0)} s after the start, ${peakAt.phase}`,
       rssMiB: usage.rssMiB,
       rssFileMiB: usage.rssFileMiB,
-      heapMiB: metric('nodejs_heap_size_used_bytes') / 2 ** 20,
-      heapTotalMiB: metric('nodejs_heap_size_total_bytes') / 2 ** 20,
-      externalMiB: metric('nodejs_external_memory_bytes') / 2 ** 20,
-      scrapeSeconds: op.scrapeSeconds.slice(-2),
+      heapMiB,
+      heapTotalMiB,
+      externalMiB,
+      scrapeSeconds,
       probesPerSecond: (metric('agentcard_probes_total') - probes0) / measuredSeconds,
       steadyWrites,
       specChange: { n: sorted.length, p50: q(0.5), p99: q(0.99), max: sorted.at(-1)! },
