@@ -98,7 +98,7 @@ export class ControllerMetrics {
         labelNames: ['namespace', 'name', 'condition'],
         registers: [registry],
       },
-      () => this.readySamples(),
+      { records: () => this.cards.values(), seriesOf: readySeries },
     );
     this.info = new ScrapeTimeGauge(
       {
@@ -107,7 +107,7 @@ export class ControllerMetrics {
         labelNames: ['namespace', 'name', 'version', 'digest'],
         registers: [registry],
       },
-      () => this.infoSamples(),
+      { records: () => this.cards.values(), seriesOf: infoSeries },
     );
     this.leader = new Gauge({
       name: 'agentcard_leader',
@@ -127,7 +127,7 @@ export class ControllerMetrics {
         labelNames: ['namespace', 'name', 'type', 'status', 'reason'],
         registers: [registry],
       },
-      () => this.conditionSamples(),
+      { records: () => this.cards.values(), seriesOf: conditionSeries },
     );
     this.podsMissingSidecar = new ScrapeTimeGauge(
       {
@@ -136,7 +136,7 @@ export class ControllerMetrics {
         labelNames: ['namespace', 'name'],
         registers: [registry],
       },
-      () => this.podsMissingSamples(),
+      { records: () => this.cards.values(), seriesOf: podsMissingSeries },
     );
     // cert-manager's certmanager_certificate_expiration_timestamp_seconds, per signature.
     this.certificateExpiration = new ScrapeTimeGauge(
@@ -146,7 +146,7 @@ export class ControllerMetrics {
         labelNames: ['namespace', 'name', 'kid'],
         registers: [registry],
       },
-      () => this.certificateSamples(),
+      { records: () => this.cards.values(), seriesOf: certificateSeries },
     );
     this.cardChanges = new Counter({
       name: 'agentcard_card_changes_total',
@@ -181,32 +181,48 @@ export class ControllerMetrics {
   forgetCard(namespace: string, name: string): void {
     this.cards.delete(`${namespace}/${name}`);
   }
+}
 
-  private *readySamples(): Generator<Sample<'namespace' | 'name' | 'condition'>> {
-    for (const { namespace, name, ready } of Array.from(this.cards.values()))
-      for (const condition of CONDITION_VALUES)
-        yield { labels: { namespace, name, condition }, value: condition === ready ? 1 : 0 };
-  }
+function* readySeries({
+  namespace,
+  name,
+  ready,
+}: CardRecord): Generator<Sample<'namespace' | 'name' | 'condition'>> {
+  for (const condition of CONDITION_VALUES)
+    yield { labels: { namespace, name, condition }, value: condition === ready ? 1 : 0 };
+}
 
-  private *infoSamples(): Generator<Sample<'namespace' | 'name' | 'version' | 'digest'>> {
-    for (const { namespace, name, version, digest } of Array.from(this.cards.values()))
-      if (version !== undefined && digest !== undefined)
-        yield { labels: { namespace, name, version, digest }, value: 1 };
-  }
+function* infoSeries({
+  namespace,
+  name,
+  version,
+  digest,
+}: CardRecord): Generator<Sample<'namespace' | 'name' | 'version' | 'digest'>> {
+  if (version !== undefined && digest !== undefined)
+    yield { labels: { namespace, name, version, digest }, value: 1 };
+}
 
-  private *conditionSamples(): Generator<Sample<'namespace' | 'name' | 'type' | 'status' | 'reason'>> {
-    for (const { namespace, name, conditions: c } of Array.from(this.cards.values()))
-      for (let i = 0; i + 2 < c.length; i += 3)
-        yield { labels: { namespace, name, type: c[i]!, status: c[i + 1]!, reason: c[i + 2]! }, value: 1 };
-  }
+function* conditionSeries({
+  namespace,
+  name,
+  conditions: c,
+}: CardRecord): Generator<Sample<'namespace' | 'name' | 'type' | 'status' | 'reason'>> {
+  for (let i = 0; i + 2 < c.length; i += 3)
+    yield { labels: { namespace, name, type: c[i]!, status: c[i + 1]!, reason: c[i + 2]! }, value: 1 };
+}
 
-  private *certificateSamples(): Generator<Sample<'namespace' | 'name' | 'kid'>> {
-    for (const { namespace, name, certificates } of Array.from(this.cards.values()))
-      for (const [kid, notAfter] of certificates) yield { labels: { namespace, name, kid }, value: notAfter };
-  }
+function* certificateSeries({
+  namespace,
+  name,
+  certificates,
+}: CardRecord): Generator<Sample<'namespace' | 'name' | 'kid'>> {
+  for (const [kid, notAfter] of certificates) yield { labels: { namespace, name, kid }, value: notAfter };
+}
 
-  private *podsMissingSamples(): Generator<Sample<'namespace' | 'name'>> {
-    for (const { namespace, name, podsMissingSidecar } of Array.from(this.cards.values()))
-      yield { labels: { namespace, name }, value: podsMissingSidecar };
-  }
+function podsMissingSeries({
+  namespace,
+  name,
+  podsMissingSidecar,
+}: CardRecord): Sample<'namespace' | 'name'>[] {
+  return [{ labels: { namespace, name }, value: podsMissingSidecar }];
 }

@@ -6,11 +6,13 @@
  * bytes each; per-object gauges (a dozen series per AgentCard) made that the largest share of the
  * operator's heap at scale (docs/scaling.md). This is prom-client's own Gauge, registered as
  * usual, with `get()` (what the Registry calls on every scrape) overridden to yield the series
- * from `samples`. Its label-set methods (set, inc, remove) are not used: nothing is stored.
+ * from the caller's records. Its label-set methods (set, inc, remove) are not used: nothing is stored.
  *
- * `samples` must iterate a copy of the caller's records (`Array.from(map.values())`), taken when
- * it starts: the exposition pulls it in pieces across turns of the event loop (`pieces`), and a
- * record removed and added again meanwhile would otherwise be reported twice in one scrape.
+ * The caller gives its records (`records`, for example a Map's values) and the series of one
+ * record (`seriesOf`). The gauge copies the list of records when a scrape starts reading it: the
+ * exposition pulls the series in pieces across turns of the event loop (`pieces`), and a record
+ * removed and added again meanwhile would otherwise be reported twice in one scrape. A record
+ * changed in place meanwhile is reported once, as it is when its series are read.
  */
 import { Gauge, type LabelValues, type Registry } from 'prom-client';
 
@@ -19,20 +21,33 @@ export interface Sample<T extends string> {
   value: number;
 }
 
-export class ScrapeTimeGauge<T extends string> extends Gauge<T> {
+/** Where a ScrapeTimeGauge's series come from: the caller's records, and each one's series. */
+export interface ScrapeTimeSource<T extends string, R> {
+  /** The records as they are now; iterated once per scrape, and copied before the first series. */
+  records: () => Iterable<R>;
+  /** The series of one record (none, one or several). */
+  seriesOf: (record: R) => Iterable<Sample<T>>;
+}
+
+export class ScrapeTimeGauge<T extends string, R = unknown> extends Gauge<T> {
   private readonly metricName: string;
-  private readonly samples: () => Iterable<Sample<T>>;
+  private readonly source: ScrapeTimeSource<T, R>;
   /** While set, `get()` answers these series only: one piece of the exposition. */
   private piece: Sample<T>[] | undefined;
   private pieceTaken = false;
 
   constructor(
     config: { name: string; help: string; labelNames: readonly T[]; registers: Registry[] },
-    samples: () => Iterable<Sample<T>>,
+    source: ScrapeTimeSource<T, R>,
   ) {
     super(config);
     this.metricName = config.name;
-    this.samples = samples;
+    this.source = source;
+  }
+
+  /** Every series, from a copy of the records taken at the first one. */
+  private *samples(): Generator<Sample<T>> {
+    for (const record of Array.from(this.source.records())) yield* this.source.seriesOf(record);
   }
 
   /** Name, help, type and aggregator as prom-client reports them; the values built now. */

@@ -49,11 +49,13 @@ export function createProbeMetrics(registry: Registry): ProbeMetrics {
       labelNames: ['namespace', 'name', 'interface', 'binding'],
       registers: [registry],
     },
-    function* () {
-      for (const { namespace, name, interfaces } of Array.from(cards.values()))
+    {
+      records: () => cards.values(),
+      *seriesOf({ namespace, name, interfaces }: CardSamples) {
         for (const [i, s] of interfaces.entries())
           if (s)
             yield { labels: { namespace, name, interface: String(i), binding: s.binding }, value: s.success };
+      },
     },
   );
   const duration = new Histogram({
@@ -70,11 +72,13 @@ export function createProbeMetrics(registry: Registry): ProbeMetrics {
       labelNames: ['namespace', 'name', 'interface'],
       registers: [registry],
     },
-    function* () {
-      for (const { namespace, name, interfaces } of Array.from(cards.values()))
+    {
+      records: () => cards.values(),
+      *seriesOf({ namespace, name, interfaces }: CardSamples) {
         for (const [i, s] of interfaces.entries())
           if (s?.notAfter !== undefined)
             yield { labels: { namespace, name, interface: String(i) }, value: s.notAfter };
+      },
     },
   );
   const total = new Counter({

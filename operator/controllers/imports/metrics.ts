@@ -25,32 +25,32 @@ export class ImportMetrics {
   private readonly imports = new Map<string, ImportMetricState>();
 
   constructor(registry: Registry) {
-    new ScrapeTimeGauge<'namespace' | 'import' | 'state'>(
+    new ScrapeTimeGauge<'namespace' | 'import' | 'state', ImportMetricState>(
       {
         name: 'agentcard_import_entries',
         help: 'Entries of a CatalogImport by state: imported (verified and stored, stale ones included), stale (kept from an earlier fetch), refused.',
         labelNames: ['namespace', 'import', 'state'],
         registers: [registry],
       },
-      () => this.entries(),
+      { records: () => this.imports.values(), seriesOf: entrySeries },
     );
-    new ScrapeTimeGauge<'namespace' | 'import' | 'reason'>(
+    new ScrapeTimeGauge<'namespace' | 'import' | 'reason', ImportMetricState>(
       {
         name: 'agentcard_import_refused',
         help: 'Entries of a CatalogImport not imported, by reason (status.refused).',
         labelNames: ['namespace', 'import', 'reason'],
         registers: [registry],
       },
-      () => this.refused(),
+      { records: () => this.imports.values(), seriesOf: refusedSeries },
     );
-    new ScrapeTimeGauge<'namespace' | 'import'>(
+    new ScrapeTimeGauge<'namespace' | 'import', ImportMetricState>(
       {
         name: 'agentcard_import_last_success_timestamp_seconds',
         help: "When a CatalogImport's remote catalog was last fetched and verified (seconds since the epoch).",
         labelNames: ['namespace', 'import'],
         registers: [registry],
       },
-      () => this.lastSuccess(),
+      { records: () => this.imports.values(), seriesOf: lastSuccessSeries },
     );
   }
 
@@ -61,26 +61,22 @@ export class ImportMetrics {
   forget(key: string): void {
     this.imports.delete(key);
   }
+}
 
-  private *entries(): Generator<Sample<'namespace' | 'import' | 'state'>> {
-    for (const s of Array.from(this.imports.values())) {
-      const labels = { namespace: s.namespace, import: s.name };
-      const refused = Object.values(s.refused).reduce((a, b) => a + b, 0);
-      yield { labels: { ...labels, state: 'imported' }, value: s.imported };
-      yield { labels: { ...labels, state: 'stale' }, value: s.stale };
-      yield { labels: { ...labels, state: 'refused' }, value: refused };
-    }
-  }
+function* entrySeries(s: ImportMetricState): Generator<Sample<'namespace' | 'import' | 'state'>> {
+  const labels = { namespace: s.namespace, import: s.name };
+  const refused = Object.values(s.refused).reduce((a, b) => a + b, 0);
+  yield { labels: { ...labels, state: 'imported' }, value: s.imported };
+  yield { labels: { ...labels, state: 'stale' }, value: s.stale };
+  yield { labels: { ...labels, state: 'refused' }, value: refused };
+}
 
-  private *refused(): Generator<Sample<'namespace' | 'import' | 'reason'>> {
-    for (const s of Array.from(this.imports.values()))
-      for (const [reason, value] of Object.entries(s.refused))
-        yield { labels: { namespace: s.namespace, import: s.name, reason }, value };
-  }
+function* refusedSeries(s: ImportMetricState): Generator<Sample<'namespace' | 'import' | 'reason'>> {
+  for (const [reason, value] of Object.entries(s.refused))
+    yield { labels: { namespace: s.namespace, import: s.name, reason }, value };
+}
 
-  private *lastSuccess(): Generator<Sample<'namespace' | 'import'>> {
-    for (const s of Array.from(this.imports.values()))
-      if (s.lastSuccess !== undefined)
-        yield { labels: { namespace: s.namespace, import: s.name }, value: s.lastSuccess / 1000 };
-  }
+function* lastSuccessSeries(s: ImportMetricState): Generator<Sample<'namespace' | 'import'>> {
+  if (s.lastSuccess !== undefined)
+    yield { labels: { namespace: s.namespace, import: s.name }, value: s.lastSuccess / 1000 };
 }

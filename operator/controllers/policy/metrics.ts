@@ -9,22 +9,26 @@ import { ScrapeTimeGauge, type Sample } from '../../metrics/scrape-time.ts';
 
 type Labels = 'kind' | 'namespace' | 'policy' | 'rule';
 
+interface PolicyRecord {
+  kind: string;
+  namespace: string;
+  name: string;
+  rules: ReadonlyMap<string, number>;
+}
+
 export class PolicyMetrics {
   /** Policy key → its kind, namespace, name, and rule → failing cards. */
-  private readonly policies = new Map<
-    string,
-    { kind: string; namespace: string; name: string; rules: ReadonlyMap<string, number> }
-  >();
+  private readonly policies = new Map<string, PolicyRecord>();
 
   constructor(registry: Registry) {
-    new ScrapeTimeGauge<Labels>(
+    new ScrapeTimeGauge<Labels, PolicyRecord>(
       {
         name: 'agentcard_policy_violations',
         help: 'AgentCards that fail a rule of an AgentPolicy or ClusterAgentPolicy, by policy and rule (namespace empty for a ClusterAgentPolicy).',
         labelNames: ['kind', 'namespace', 'policy', 'rule'],
         registers: [registry],
       },
-      () => this.samples(),
+      { records: () => this.policies.values(), seriesOf: policySeries },
     );
   }
 
@@ -39,9 +43,8 @@ export class PolicyMetrics {
   forget(key: string): void {
     this.policies.delete(key);
   }
+}
 
-  private *samples(): Generator<Sample<Labels>> {
-    for (const { kind, namespace, name, rules } of Array.from(this.policies.values()))
-      for (const [rule, value] of rules) yield { labels: { kind, namespace, policy: name, rule }, value };
-  }
+function* policySeries({ kind, namespace, name, rules }: PolicyRecord): Generator<Sample<Labels>> {
+  for (const [rule, value] of rules) yield { labels: { kind, namespace, policy: name, rule }, value };
 }

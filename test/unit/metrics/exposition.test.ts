@@ -13,6 +13,11 @@ afterEach(async () => {
   server = undefined;
 });
 
+/** 0, 1, …, n - 1: records of a gauge under test. */
+function* range(n: number): Generator<number> {
+  for (let i = 0; i < n; i++) yield i;
+}
+
 async function serve(registry: Registry): Promise<string> {
   server = createServer((_req, res) => void writeExposition(registry, res));
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -41,9 +46,9 @@ function operatorLikeRegistry(cards: number): Registry {
   new Gauge({ name: 't_empty', help: 'no series', registers: [registry] });
   new ScrapeTimeGauge(
     { name: 't_ready', help: 'r "quoted" \\ help', labelNames: ['name'], registers: [registry] },
-    function* () {
-      for (let i = 0; i < cards; i++)
-        yield { labels: { name: `card-${i}-with "quotes" and \\ backslash` }, value: i % 2 };
+    {
+      records: () => range(cards),
+      seriesOf: (i) => [{ labels: { name: `card-${i}-with "quotes" and \\ backslash` }, value: i % 2 }],
     },
   );
   return registry;
@@ -75,9 +80,9 @@ describe('writeExposition', () => {
     for (let m = 0; m < 4; m++) {
       new ScrapeTimeGauge(
         { name: `big_${m}`, help: 'h', labelNames: ['name'], registers: [registry] },
-        function* () {
-          for (let i = 0; i < 15_000; i++)
-            yield { labels: { name: `agent-card-number-${i}-${'x'.repeat(40)}` }, value: i };
+        {
+          records: () => range(15_000),
+          seriesOf: (i) => [{ labels: { name: `agent-card-number-${i}-${'x'.repeat(40)}` }, value: i }],
         },
       );
     }
@@ -107,9 +112,15 @@ describe('writeExposition', () => {
 
   it('answers 500 when the first metric fails, and cuts the connection when a later one does', async () => {
     const failing = (name: string, registry: Registry) =>
-      new ScrapeTimeGauge({ name, help: 'h', labelNames: [], registers: [registry] }, () => {
-        throw new Error('collect failed');
-      });
+      new ScrapeTimeGauge(
+        { name, help: 'h', labelNames: [], registers: [registry] },
+        {
+          records: () => {
+            throw new Error('collect failed');
+          },
+          seriesOf: () => [],
+        },
+      );
     const first = new Registry();
     failing('a_fails', first);
     new Counter({ name: 'b_total', help: 'h', registers: [first] });
@@ -134,9 +145,7 @@ describe('writeExposition', () => {
     for (const count of [0, 1, 49, 50, 51, 2_500]) {
       new ScrapeTimeGauge(
         { name: `g_${count}`, help: 'line one\nline "two"', labelNames: ['name'], registers: [registry] },
-        function* () {
-          for (let i = 0; i < count; i++) yield { labels: { name: `card-${i}` }, value: i };
-        },
+        { records: () => range(count), seriesOf: (i) => [{ labels: { name: `card-${i}` }, value: i }] },
       );
     }
     const res = await fetch(await serve(registry));
@@ -147,9 +156,7 @@ describe('writeExposition', () => {
     const registry = new Registry();
     const gauge = new ScrapeTimeGauge(
       { name: 'g', help: 'h', labelNames: ['name'], registers: [registry] },
-      function* () {
-        for (let i = 0; i < 7; i++) yield { labels: { name: `n${i}` }, value: i };
-      },
+      { records: () => range(7), seriesOf: (i) => [{ labels: { name: `n${i}` }, value: i }] },
     );
     const pieces: string[] = [];
     for await (const piece of gauge.pieces(registry, 3)) pieces.push(piece);
@@ -159,6 +166,33 @@ describe('writeExposition', () => {
       'g{name="n6"} 6',
     ]);
     expect(pieces.join('\n')).toBe(await registry.getSingleMetricAsString('g'));
+  });
+
+  it('reads the records as they were when its first piece was made', async () => {
+    const registry = new Registry();
+    const records = new Map([...'abcd'].map((name, i) => [name, { name, value: i }]));
+    const gauge = new ScrapeTimeGauge(
+      { name: 'g', help: 'h', labelNames: ['name'], registers: [registry] },
+      { records: () => records.values(), seriesOf: ({ name, value }) => [{ labels: { name }, value }] },
+    );
+    const pieces: string[] = [];
+    for await (const piece of gauge.pieces(registry, 2)) {
+      if (pieces.length === 0) {
+        // Between two pieces: "a" removed and added again (a Map puts it last), "c" changed in place,
+        // "e" added. A scrape that started before reports "a" once and not "e".
+        records.delete('a');
+        records.set('a', { name: 'a', value: 10 });
+        records.get('c')!.value = 12;
+        records.set('e', { name: 'e', value: 4 });
+      }
+      pieces.push(piece);
+    }
+    expect(pieces.join('\n').split('\n').slice(2)).toEqual([
+      'g{name="a"} 0',
+      'g{name="b"} 1',
+      'g{name="c"} 12',
+      'g{name="d"} 3',
+    ]);
   });
 
   it('gives concurrent scrapes the whole page each', async () => {
