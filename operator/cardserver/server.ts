@@ -88,7 +88,7 @@ export async function startCardServer(opts: CardServerOptions): Promise<CardServ
             creationTimestamp: cm.metadata?.creationTimestamp,
             managedFields: cm.metadata?.managedFields?.map((f) => ({ time: f.time })),
           };
-          delete cm.binaryData;
+          cm.binaryData = undefined; // Not deleted: a delete makes it a slower dictionary object.
         },
       }),
   );

@@ -9,6 +9,7 @@ import { ResilientInformer } from '../../operator/kube/informer.ts';
 import { createLogger } from '../../operator/log.ts';
 import { createTestNamespace, kubeConfig, type TestNamespace } from '../support/cluster.ts';
 import { waitFor } from '../support/operator.ts';
+import { isFastObject } from '../support/v8-shape.ts';
 
 const kc = kubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -78,8 +79,12 @@ describe('ResilientInformer', () => {
           .map((c) => c.metadata!.name)
           .sort(),
       ).toEqual([0, 1, 2, 3, 4].map((i) => `paged-${i}`));
-      // Cached objects carry no managedFields (never read, often half the object).
-      expect(informer.get('paged-0', ns.name)?.metadata?.managedFields).toBeUndefined();
+      // Cached objects carry no managedFields (never read, often half the object), and are
+      // not made dictionary objects by dropping them.
+      const cached = informer.get('paged-0', ns.name)!;
+      expect(cached.metadata?.managedFields).toBeUndefined();
+      expect(cached.metadata?.uid).toBeDefined();
+      expect(isFastObject(cached.metadata!)).toBe(true);
 
       const one = await core.readNamespacedConfigMap({ name: 'paged-1', namespace: ns.name });
       await core.replaceNamespacedConfigMap({
@@ -91,6 +96,10 @@ describe('ResilientInformer', () => {
       await waitFor('the watch events', async () => seen.includes('delete paged-2'));
       expect(seen.slice(5)).toEqual(['update paged-1', 'delete paged-2']);
       expect(informer.get('paged-1', ns.name)?.data).toEqual({ x: 'y' });
+      // The same from a watch event.
+      const updated = informer.get('paged-1', ns.name)!;
+      expect(updated.metadata?.managedFields).toBeUndefined();
+      expect(isFastObject(updated.metadata!)).toBe(true);
       expect(informer.get('paged-2', ns.name)).toBeUndefined();
     } finally {
       await informer.stop();

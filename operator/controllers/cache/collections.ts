@@ -85,8 +85,9 @@ export function trimNamespace(ns: V1Namespace): void {
     labels: ns.metadata?.labels,
     resourceVersion: ns.metadata?.resourceVersion,
   };
-  delete ns.spec;
-  delete ns.status;
+  // Emptied, not deleted: a delete makes the whole object a dictionary object (see trimToIdentity).
+  ns.spec = undefined;
+  ns.status = undefined;
 }
 
 /** One table for the whole AgentCard cache: its strings live as long as the process. */
@@ -326,7 +327,7 @@ export function trimService(svc: V1Service): void {
       ...(p.protocol ? { protocol: p.protocol } : {}),
     })),
   };
-  delete svc.status;
+  svc.status = undefined; // Not deleted: see trimNamespace.
 }
 
 /** Services, for the A2A ports of the agents' NetworkPolicies (read-only, watched). */
