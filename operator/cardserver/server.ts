@@ -79,7 +79,8 @@ export async function startCardServer(opts: CardServerOptions): Promise<CardServ
         path: collectionPath('/api/v1', 'configmaps', ns || undefined),
         labelSelector: CENTRAL_SELECTOR,
         log: logger,
-        // Only what is served is kept.
+        // Only what is served is kept, and of managedFields their times (Last-Modified, files.ts).
+        keepManagedFields: true,
         trim: (cm) => {
           cm.metadata = {
             name: cm.metadata?.name,

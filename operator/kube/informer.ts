@@ -88,6 +88,11 @@ export interface InformerOptions<T extends KubernetesObject> {
   healthyAfterMs?: number;
   /** Trims each object in place before it is cached and handed to handlers (keep only what is read). */
   trim?: (obj: T) => void;
+  /**
+   * Hands the trim each object's managedFields instead of dropping them first: for a trim that
+   * reads them (the central card server's Last-Modified is their latest time) and keeps only that.
+   */
+  keepManagedFields?: boolean;
   /** Objects per list page. */
   pageSize?: number;
   /** Time for the restart backoff (a manual clock in tests). */
@@ -438,8 +443,9 @@ export class ResilientInformer<T extends KubernetesObject> {
   }
 
   /**
-   * managedFields (server-side apply bookkeeping) are often the larger half of an object and never
-   * read here; the caller's trim drops more.
+   * managedFields (server-side apply bookkeeping) are often the larger half of an object and no
+   * controller reads them (a trim that does asks for them: keepManagedFields); the caller's trim
+   * drops more.
    *
    * The metadata is replaced without them, not pruned with delete: V8 turns an object parsed by
    * JSON.parse into a slower and larger dictionary object on any delete, its last property's
@@ -447,7 +453,7 @@ export class ResilientInformer<T extends KubernetesObject> {
    * cached with the delete, 3.56 KiB without (docs/scaling.md, "Where the memory goes").
    */
   private prepare(obj: T): T {
-    if (obj.metadata?.managedFields) {
+    if (obj.metadata?.managedFields && !this.opts.keepManagedFields) {
       const { managedFields: _dropped, ...metadata } = obj.metadata;
       obj.metadata = metadata;
     }

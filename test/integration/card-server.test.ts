@@ -181,6 +181,33 @@ describe('the central card server', () => {
     expect((await get('/.well-known/jwks.json', 'other.example.com')).status).toBe(404);
   });
 
+  it('moves Last-Modified when the card changes, so If-Modified-Since gets the new card', async () => {
+    const spec = {
+      card: sampleCard('1.0.0'),
+      signing: { keys: [{ secretRef: { name: 'signing', key: 'jwk' } }] },
+      serving: { server: 'Central', hosts: ['dated.example.com'] },
+    };
+    await api.createCard(ns.name, 'dated', spec);
+    await published('dated');
+    const first = await waitFor('the card served', async () => {
+      const r = await get(CARD, 'dated.example.com');
+      return r.status === 200 ? r : undefined;
+    });
+    const lastModified = first.headers['last-modified'] as string;
+    // HTTP dates and the API server's times are whole seconds: change it in a later second.
+    await sleep(1_100);
+    await api.replaceSpec(ns.name, 'dated', { ...spec, card: sampleCard('1.0.1') });
+    const changed = await waitFor('the changed card served', async () => {
+      const r = await get(CARD, 'dated.example.com');
+      return r.status === 200 && r.headers.etag !== first.headers.etag ? r : undefined;
+    });
+    expect(Date.parse(changed.headers['last-modified'] as string)).toBeGreaterThan(Date.parse(lastModified));
+    // A client that revalidates by date alone gets the new card, not 304.
+    const revalidated = await get(CARD, 'dated.example.com', { 'if-modified-since': lastModified });
+    expect(revalidated.status).toBe(200);
+    expect(revalidated.body).toBe(changed.body);
+  });
+
   it('refuses a host two cards claim, for both, until one lets it go', async () => {
     await centralCard('first', ['shared.example.com', 'first.example.com']);
     await published('first');
