@@ -19,7 +19,9 @@
  * cached one when a relist finds it gone), so a controller compares old and new instead of keeping
  * its own copy of old state. Indexes (client-go's Indexers) answer "which cached objects have this
  * owner, label, namespace" from a map kept up to date on every change, without scanning or
- * copying the cache; the namespace index is always there (list(namespace) uses it).
+ * copying the cache; the namespace index is always there (list(namespace) uses it). A new version
+ * takes the parts of the cached one it replaces that did not change (share.ts): one copy of each,
+ * and an unchanged part is the same object in both.
  *
  * Restarts after an error wait a capped exponential backoff with equal jitter by default, so the
  * dozen informers of a process that all failed when the API server went away do not all come
@@ -27,6 +29,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
+import { shareWithPrevious } from './share.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { IdleDeadline } from './idle-deadline.ts';
 import type { Logger } from '../log.ts';
@@ -372,7 +375,10 @@ export class ResilientInformer<T extends KubernetesObject> {
         accept: this.opts.metadataOnly ? METADATA_ONLY.list : undefined,
       });
       // An empty PartialObjectMetadataList has "items": null.
-      for (const item of page.items ?? []) fresh.set(keyOf(item), this.prepare(item));
+      for (const item of page.items ?? []) {
+        const key = keyOf(item);
+        fresh.set(key, shareWithPrevious(this.cache.get(key), this.prepare(item)));
+      }
       listVersion = page.metadata?.resourceVersion ?? '';
       next = page.metadata?.continue || undefined;
     } while (next);
@@ -426,9 +432,9 @@ export class ResilientInformer<T extends KubernetesObject> {
       if (version) this.resourceVersion = version;
       return;
     }
-    const obj = this.prepare(event.object);
-    const key = keyOf(obj);
+    const key = keyOf(event.object);
     const before = this.cache.get(key);
+    const obj = shareWithPrevious(before, this.prepare(event.object));
     if (event.type === 'DELETED') {
       this.cache.delete(key);
       this.updateIndexes(key, before, undefined);

@@ -86,6 +86,8 @@ describe('ResilientInformer', () => {
       expect(cached.metadata?.uid).toBeDefined();
       expect(isFastObject(cached.metadata!)).toBe(true);
 
+      const labelsBefore = informer.get('paged-1', ns.name)!.metadata!.labels;
+      expect(labelsBefore).toEqual({ paged: 'yes' });
       const one = await core.readNamespacedConfigMap({ name: 'paged-1', namespace: ns.name });
       await core.replaceNamespacedConfigMap({
         name: 'paged-1',
@@ -100,6 +102,8 @@ describe('ResilientInformer', () => {
       const updated = informer.get('paged-1', ns.name)!;
       expect(updated.metadata?.managedFields).toBeUndefined();
       expect(isFastObject(updated.metadata!)).toBe(true);
+      // What the update left as it was is the cached version's own object (share.ts).
+      expect(updated.metadata!.labels).toBe(labelsBefore);
       expect(informer.get('paged-2', ns.name)).toBeUndefined();
     } finally {
       await informer.stop();
