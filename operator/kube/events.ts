@@ -10,6 +10,7 @@
  * The dedupe window and the flush timeout are read from an injected Clock (kube/clock.ts), so a
  * unit test proves both on a manual clock without sleeping.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from '../log.ts';
 import { createEvent, type EventInput } from './api.ts';
 import type { KubeClient } from './client.ts';
@@ -39,6 +40,11 @@ export interface RecordedEvent {
   message: string;
 }
 
+/**
+ * Events remembered for the dedupe at most, each as a SHA-256 of its object, type, reason and
+ * message (44 characters) rather than the text itself, and only while its window lasts: at 10,000
+ * AgentCards the whole texts took 3.3 MiB of the heap (docs/scaling.md, "Where the memory goes").
+ */
 const MAX_REMEMBERED = 10_000;
 
 export class EventRecorder {
@@ -75,19 +81,37 @@ export class EventRecorder {
     event: RecordedEvent,
     namespace: string = regarding.namespace || 'default',
   ): void {
-    const key = `${regarding.uid}\u0000${event.type}\u0000${event.reason}\u0000${event.message}`;
+    const key = createHash('sha256')
+      .update(`${regarding.uid}\u0000${event.type}\u0000${event.reason}\u0000${event.message}`, 'utf8')
+      .digest('base64');
     const now = this.clock.now();
     const last = this.recent.get(key);
     if (last !== undefined && now - last < this.windowMs) return;
     this.recent.delete(key);
     this.recent.set(key, now);
-    if (this.recent.size > MAX_REMEMBERED) this.recent.delete(this.recent.keys().next().value as string);
+    this.forgetOld(now);
     this.pending.push({ regarding, event, namespace });
     if (this.pending.length > this.backlog) {
       this.pending.shift();
       this.dropped += 1;
     }
     this.pump();
+  }
+
+  /**
+   * Drops the keys whose window is over, and the oldest beyond MAX_REMEMBERED. The map is in the
+   * order of the keys' last times (record moves a key to the end), so they are all at its start.
+   */
+  private forgetOld(now: number): void {
+    for (const [key, at] of this.recent) {
+      if (now - at < this.windowMs && this.recent.size <= MAX_REMEMBERED) break;
+      this.recent.delete(key);
+    }
+  }
+
+  /** How many events the dedupe remembers now (for tests). */
+  get remembered(): number {
+    return this.recent.size;
   }
 
   /** Resolves when every queued event has been written (or `timeoutMs` passed). */

@@ -106,6 +106,24 @@ describe('EventRecorder on a manual clock', () => {
     expect(api.posted).toHaveLength(2);
   });
 
+  it('forgets an event once its window is over', async () => {
+    const clock = new ManualClock();
+    const api = fakeClient();
+    const events = recorder(clock, api.client);
+    events.record(regarding, event('one'));
+    events.record(regarding, event('two'));
+    await clock.advance(30_000);
+    events.record(regarding, event('three'));
+    expect(events.remembered).toBe(3);
+    // One and two's window is over: the next event forgets them, three is still remembered.
+    await clock.advance(30_000);
+    events.record(regarding, event('four'));
+    expect(events.remembered).toBe(2);
+    events.record(regarding, event('three'));
+    await settle();
+    expect(api.posted.map((p) => p.note)).toEqual(['one', 'two', 'three', 'four']);
+  });
+
   it('does not dedupe a different message, reason or object', async () => {
     const clock = new ManualClock();
     const api = fakeClient();
