@@ -6,20 +6,25 @@ import { signingCertificateName } from '../api/names.ts';
  * watched Secret re-queues exactly the cards that use it. Keys are "namespace/name".
  */
 export class SecretIndex {
-  private readonly bySecret = new Map<string, Set<string>>();
-  private readonly byCard = new Map<string, Set<string>>();
+  /** Secret key → the cards that use it, and the one copy of the key the cards' lists share. */
+  private readonly bySecret = new Map<string, { key: string; cards: Set<string> }>();
+  /**
+   * A card's Secrets as a small array, not a Set: a card names one or two, and a Set of one took
+   * about 200 bytes more (2 MiB at 10,000 cards).
+   */
+  private readonly byCard = new Map<string, readonly string[]>();
 
   /** Replaces the Secrets referenced by one card. */
   set(cardKey: string, secretKeys: Iterable<string>): void {
     this.delete(cardKey);
-    const secrets = new Set(secretKeys);
-    if (secrets.size === 0) return;
-    this.byCard.set(cardKey, secrets);
-    for (const s of secrets) {
-      let cards = this.bySecret.get(s);
-      if (!cards) this.bySecret.set(s, (cards = new Set()));
-      cards.add(cardKey);
+    const secrets: string[] = [];
+    for (const key of new Set(secretKeys)) {
+      let secret = this.bySecret.get(key);
+      if (!secret) this.bySecret.set(key, (secret = { key, cards: new Set() }));
+      secret.cards.add(cardKey);
+      secrets.push(secret.key);
     }
+    if (secrets.length > 0) this.byCard.set(cardKey, secrets);
   }
 
   delete(cardKey: string): void {
@@ -27,14 +32,14 @@ export class SecretIndex {
     if (!secrets) return;
     this.byCard.delete(cardKey);
     for (const s of secrets) {
-      const cards = this.bySecret.get(s);
+      const cards = this.bySecret.get(s)?.cards;
       cards?.delete(cardKey);
       if (cards?.size === 0) this.bySecret.delete(s);
     }
   }
 
   cardsFor(secretKey: string): string[] {
-    return [...(this.bySecret.get(secretKey) ?? [])];
+    return [...(this.bySecret.get(secretKey)?.cards ?? [])];
   }
 
   secretsOf(cardKey: string): string[] {
