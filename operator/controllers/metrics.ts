@@ -48,11 +48,16 @@ interface CardRecord {
   ready: CardMetricState['ready'];
   version: string | undefined;
   digest: string | undefined;
-  conditions: string[];
+  conditions: readonly string[];
   podsMissingSidecar: number;
   /** kid, notAfter (epoch seconds) pairs of the signing certificates. */
-  certificates: Array<[string, number]>;
+  certificates: ReadonlyArray<[string, number]>;
 }
+
+/** The certificates of the records without any (most): one empty list for all. */
+const NO_CERTIFICATES: ReadonlyArray<[string, number]> = Object.freeze([]);
+/** Distinct condition lists shared at most; a full table is emptied and fills again. */
+const MAX_CONDITION_LISTS = 1_024;
 
 export class ControllerMetrics {
   readonly reconcileTotal: Counter<'result'>;
@@ -71,6 +76,8 @@ export class ControllerMetrics {
   readonly runtime: RuntimeMetrics;
   /** By namespace/name, in the order the cards were first seen. */
   private readonly cards = new Map<string, CardRecord>();
+  /** The distinct condition lists of the records, by their text (sharedConditions). */
+  private readonly conditionLists = new Map<string, readonly string[]>();
 
   constructor(registry: Registry) {
     this.runtime = new RuntimeMetrics(registry);
@@ -159,8 +166,12 @@ export class ControllerMetrics {
 
   /** Records the card's current state; its series change at the next scrape. */
   setCard(namespace: string, name: string, state: CardMetricState): void {
-    const conditions: string[] = [];
-    for (const c of state.conditions ?? []) conditions.push(c.type, c.status, c.reason);
+    const flat: string[] = [];
+    for (const c of state.conditions ?? []) flat.push(c.type, c.status, c.reason);
+    const conditions = this.sharedConditions(flat);
+    const certificates = (state.signatures ?? []).flatMap((s) =>
+      s.certificate ? [[s.kid, Date.parse(s.certificate.notAfter) / 1000] as [string, number]] : [],
+    );
     // Only the card's digest and version are kept complete: without both, no info series.
     const published = state.version !== undefined && state.digest !== undefined;
     this.cards.set(`${namespace}/${name}`, {
@@ -171,10 +182,22 @@ export class ControllerMetrics {
       digest: published ? state.digest : undefined,
       conditions,
       podsMissingSidecar: state.podsMissingSidecar ?? 0,
-      certificates: (state.signatures ?? []).flatMap((s) =>
-        s.certificate ? [[s.kid, Date.parse(s.certificate.notAfter) / 1000] as [string, number]] : [],
-      ),
+      certificates: certificates.length > 0 ? certificates : NO_CERTIFICATES,
     });
+  }
+
+  /**
+   * One array for each distinct list of conditions: thousands of cards share a handful (all True,
+   * or waiting for their first probe), and a list of five took about 200 bytes a card. The table
+   * is bounded like the cache's status strings (cache/status-strings.ts): emptied when full.
+   */
+  private sharedConditions(flat: string[]): readonly string[] {
+    const id = flat.join('\u0000');
+    const shared = this.conditionLists.get(id);
+    if (shared) return shared;
+    if (this.conditionLists.size >= MAX_CONDITION_LISTS) this.conditionLists.clear();
+    this.conditionLists.set(id, flat);
+    return flat;
   }
 
   /** Drops every series of the card. */

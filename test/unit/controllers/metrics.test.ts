@@ -45,6 +45,35 @@ describe('ControllerMetrics: conditions and missing sidecars', () => {
   });
 });
 
+describe('ControllerMetrics: cards with the same conditions', () => {
+  it("reports each card's own conditions when many share a list and one changes", async () => {
+    const registry = new Registry();
+    const m = new ControllerMetrics(registry);
+    const ready = [{ type: 'Ready', status: 'True', reason: 'Ready' }];
+    // More cards than the table of shared lists holds, so that it also starts over once.
+    for (let i = 0; i < 1_100; i++)
+      m.setCard('ns', `c${i}`, {
+        ready: 'True',
+        conditions: i % 2 ? ready : [{ type: 'Ready', status: 'False', reason: `Reason${i}` }],
+      });
+    m.setCard('ns', 'c1', {
+      ready: 'False',
+      conditions: [{ type: 'Ready', status: 'False', reason: 'Down' }],
+    });
+    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('agentcard_condition{'));
+    expect(lines).toHaveLength(1_100);
+    expect(lines).toContain(
+      'agentcard_condition{namespace="ns",name="c1",type="Ready",status="False",reason="Down"} 1',
+    );
+    expect(lines).toContain(
+      'agentcard_condition{namespace="ns",name="c3",type="Ready",status="True",reason="Ready"} 1',
+    );
+    expect(lines).toContain(
+      'agentcard_condition{namespace="ns",name="c1098",type="Ready",status="False",reason="Reason1098"} 1',
+    );
+  });
+});
+
 describe('ControllerMetrics: series built at scrape time', () => {
   it('reflects the latest state of every card, and forgetting one card leaves the others', async () => {
     const registry = new Registry();
