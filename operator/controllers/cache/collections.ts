@@ -92,11 +92,13 @@ export function trimNamespace(ns: V1Namespace): void {
 
 /** One table for the whole AgentCard cache: its strings live as long as the process. */
 const agentCardStrings = new StringTable();
+/** The conditions' times, which change with every second (status-strings.ts). */
+const agentCardTimes = new StringTable(1_024);
 
 /** What the AgentCard cache keeps: the object without kubectl's copy, status strings shared. */
 export function trimAgentCard(card: CachedAgentCard): void {
   dropLastApplied(card);
-  shareStatusStrings(card, agentCardStrings);
+  shareStatusStrings(card, agentCardStrings, agentCardTimes);
 }
 
 export const AGENT_CARDS: Collection<CachedAgentCard> = {

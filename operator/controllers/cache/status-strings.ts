@@ -7,10 +7,11 @@
  * cache replaces them with one shared copy: for a card with five conditions and three probed
  * interfaces, 1.94 KiB of heap instead of 2.54 (about 6 MiB at 10,000 cards; docs/scaling.md,
  * "Where the memory goes"). Shared are the condition types, statuses, reasons and messages and
- * the interfaces' bindings, versions, reasons and messages; not URLs or times, which repeat
- * little. Messages can be unique (a ConfigMap's name, an error's detail), so the table has a fixed
- * size and starts over when full: the repeated values come back at once, and what the table holds
- * stays bounded whatever the messages say.
+ * the interfaces' bindings, versions, reasons and messages, and (a table of their own) the
+ * conditions' times; not URLs or probe times, which repeat little. Messages can be unique (a
+ * ConfigMap's name, an error's detail), so the table has a fixed size and starts over when full:
+ * the repeated values come back at once, and what the table holds stays bounded whatever the
+ * messages say.
  */
 /** Distinct strings the table holds at most; a full table is emptied and fills again. */
 export const MAX_SHARED_STRINGS = 4_096;
@@ -54,10 +55,23 @@ function shareFields(list: unknown, fields: readonly string[], table: StringTabl
   }
 }
 
-/** Replaces the repeated strings of an AgentCard's status by the table's copies (in place). */
-export function shareStatusStrings(card: { status?: unknown }, table: StringTable): void {
+const CONDITION_TIMES = ['lastTransitionTime'] as const;
+
+/**
+ * Replaces the repeated strings of an AgentCard's status by the table's copies (in place). With
+ * `times`, the conditions' lastTransitionTime too, from that table: they are whole seconds, and
+ * the cards a controller reconciled in the same second share them (10,000 cards created in a
+ * minute or two: a few hundred distinct times for 50,000 conditions). They have a table of their
+ * own, so that their turnover never empties the vocabulary's.
+ */
+export function shareStatusStrings(
+  card: { status?: unknown },
+  table: StringTable,
+  times?: StringTable,
+): void {
   const status = card.status as { conditions?: unknown; interfaces?: unknown } | undefined;
   if (!status || typeof status !== 'object') return;
   shareFields(status.conditions, CONDITION_FIELDS, table);
   shareFields(status.interfaces, INTERFACE_FIELDS, table);
+  if (times) shareFields(status.conditions, CONDITION_TIMES, times);
 }

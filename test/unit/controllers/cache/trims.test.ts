@@ -117,6 +117,25 @@ describe('trimAgentCard (the AgentCard cache)', () => {
     expect(table.size).toBe(10);
   });
 
+  it("shares the conditions' times from a table of their own, never the probes' times", () => {
+    const words = new StringTable();
+    const times = new StringTable();
+    const a = parsedCard('a');
+    const b = parsedCard('b');
+    shareStatusStrings(a, words, times);
+    shareStatusStrings(b, words, times);
+    // The two conditions' times of the fixture: 06:57:16 and 06:57:31.
+    expect(times.size).toBe(2);
+    expect(words.size).toBe(10);
+    type Status = {
+      conditions: Array<{ lastTransitionTime: string }>;
+      interfaces: Array<{ lastProbeTime: string }>;
+    };
+    const [sa, sb] = [a.status as Status, b.status as Status];
+    expect(sb.conditions[0]!.lastTransitionTime).toBe(sa.conditions[0]!.lastTransitionTime);
+    expect(sb.interfaces[0]!.lastProbeTime).toBe('2026-12-07T06:57:31.986Z');
+  });
+
   it('holds a bounded number of strings, starting over when full', () => {
     const table = new StringTable(3);
     for (const v of ['a', 'b', 'c', 'a', 'd', 'e']) expect(table.share(`${v}`)).toBe(v);
