@@ -40,7 +40,7 @@ import type { AgentCardObject } from '../../api/objects.ts';
 import type { Cache, Collection, SharedInformer } from '../../runtime/cache.ts';
 import { trimPod } from '../../serving/pod-index.ts';
 import { trimConfigMap, type CachedConfigMap } from './configmap-trim.ts';
-import { shareStatusStrings, StringTable } from './status-strings.ts';
+import { shareInterfaceUrls, shareStatusStrings, StringTable } from './status-strings.ts';
 
 export const SIGNING_KEY_SELECTOR = `${SIGNING_KEY_LABEL}=true`;
 const AGENTCARD_API = `/apis/${GROUP}/${VERSION}`;
@@ -95,10 +95,11 @@ const agentCardStrings = new StringTable();
 /** The conditions' times, which change with every second (status-strings.ts). */
 const agentCardTimes = new StringTable(1_024);
 
-/** What the AgentCard cache keeps: the object without kubectl's copy, status strings shared. */
+/** What the AgentCard cache keeps: the object without kubectl's copy, status strings and URLs shared. */
 export function trimAgentCard(card: CachedAgentCard): void {
   dropLastApplied(card);
   shareStatusStrings(card, agentCardStrings, agentCardTimes);
+  shareInterfaceUrls(card);
 }
 
 export const AGENT_CARDS: Collection<CachedAgentCard> = {

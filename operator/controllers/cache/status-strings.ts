@@ -75,3 +75,27 @@ export function shareStatusStrings(
   shareFields(status.interfaces, INTERFACE_FIELDS, table);
   if (times) shareFields(status.conditions, CONDITION_TIMES, times);
 }
+
+/**
+ * Gives each probed interface of the status the spec's copy of its URL (in place): the status
+ * repeats the URLs of spec.card.supportedInterfaces, and a watch event parses both (3 URLs a card,
+ * about 1.3 MiB at 10,000 cards). A URL the spec does not have is left as it is.
+ */
+export function shareInterfaceUrls(card: { spec?: unknown; status?: unknown }): void {
+  const declared = (card.spec as { card?: { supportedInterfaces?: unknown } } | undefined)?.card
+    ?.supportedInterfaces;
+  const probed = (card.status as { interfaces?: unknown } | undefined)?.interfaces;
+  if (!Array.isArray(declared) || !Array.isArray(probed)) return;
+  for (const item of probed as unknown[]) {
+    if (!item || typeof item !== 'object') continue;
+    const record = item as Record<string, unknown>;
+    if (typeof record.url !== 'string') continue;
+    for (const d of declared as unknown[]) {
+      const url = (d as { url?: unknown } | null)?.url;
+      if (url === record.url) {
+        record.url = url;
+        break;
+      }
+    }
+  }
+}

@@ -12,7 +12,11 @@ import {
 import { trimConfigMap } from '../../../../operator/controllers/cache/configmap-trim.ts';
 import { trimPod } from '../../../../operator/serving/pod-index.ts';
 import { isFastObject } from '../../../support/v8-shape.ts';
-import { shareStatusStrings, StringTable } from '../../../../operator/controllers/cache/status-strings.ts';
+import {
+  shareInterfaceUrls,
+  shareStatusStrings,
+  StringTable,
+} from '../../../../operator/controllers/cache/status-strings.ts';
 import { sortedJson } from '../../../../operator/runtime/sorted-json.ts';
 
 describe('dropLastApplied (the AgentCard cache)', () => {
@@ -134,6 +138,22 @@ describe('trimAgentCard (the AgentCard cache)', () => {
     const [sa, sb] = [a.status as Status, b.status as Status];
     expect(sb.conditions[0]!.lastTransitionTime).toBe(sa.conditions[0]!.lastTransitionTime);
     expect(sb.interfaces[0]!.lastProbeTime).toBe('2026-12-07T06:57:31.986Z');
+  });
+
+  it("keeps every interface's URL, whatever the shapes of spec and status", () => {
+    for (const card of [
+      parsedCard('a'),
+      {
+        spec: { card: { supportedInterfaces: [{ url: 'http://x' }, null, 3] } },
+        status: { interfaces: [{ url: 'http://y' }, 'no', { url: 7 }] },
+      },
+      { spec: { card: { supportedInterfaces: 'no' } }, status: { interfaces: [{ url: 'http://x' }] } },
+      { spec: null, status: undefined },
+    ]) {
+      const text = JSON.stringify(card);
+      shareInterfaceUrls(card as { spec?: unknown; status?: unknown });
+      expect(JSON.stringify(card)).toBe(text);
+    }
   });
 
   it('holds a bounded number of strings, starting over when full', () => {
