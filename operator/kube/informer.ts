@@ -434,12 +434,13 @@ export class ResilientInformer<T extends KubernetesObject> {
     }
     const key = keyOf(event.object);
     const before = this.cache.get(key);
-    const obj = shareWithPrevious(before, this.prepare(event.object));
     if (event.type === 'DELETED') {
       this.cache.delete(key);
       this.updateIndexes(key, before, undefined);
-      this.emit('delete', obj);
+      this.emit('delete', this.prepare(event.object));
     } else {
+      // Only what stays cached is worth sharing with the version it replaces.
+      const obj = shareWithPrevious(before, this.prepare(event.object));
       this.cache.set(key, obj);
       this.updateIndexes(key, before, obj);
       if (before) this.emit('update', obj, before);
