@@ -9,21 +9,7 @@
  * Dominators by the iterative algorithm of Cooper, Harvey and Kennedy ("A Simple, Fast Dominance
  * Algorithm", 2001) over the snapshot's strong edges (weak and shortcut edges keep nothing alive).
  */
-import { readFileSync } from 'node:fs';
-
-interface Snapshot {
-  snapshot: {
-    meta: {
-      node_fields: string[];
-      node_types: [string[], ...unknown[]];
-      edge_fields: string[];
-      edge_types: [string[], ...unknown[]];
-    };
-  };
-  nodes: number[];
-  edges: number[];
-  strings: string[];
-}
+import { readHeapSnapshot } from './heap-summary.ts';
 
 export interface Holder {
   /** Property names from the nearest named holder down, e.g. "cache.table". */
@@ -45,7 +31,7 @@ export function retainedHeap(
   file: string,
   top = 40,
 ): { total: number; holders: Holder[]; maps: EntryBreakdown[] } {
-  const snap = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
+  const snap = readHeapSnapshot(file);
   const meta = snap.snapshot.meta;
   const NF = meta.node_fields.length;
   const EF = meta.edge_fields.length;

@@ -6,10 +6,23 @@
  */
 import { readFileSync } from 'node:fs';
 
-interface Snapshot {
-  snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
+/** The parts of a `.heapsnapshot` these tools read (heap-retained.ts reads the edges too). */
+export interface HeapSnapshot {
+  snapshot: {
+    meta: {
+      node_fields: string[];
+      node_types: [string[], ...unknown[]];
+      edge_fields: string[];
+      edge_types: [string[], ...unknown[]];
+    };
+  };
   nodes: number[];
+  edges: number[];
   strings: string[];
+}
+
+export function readHeapSnapshot(file: string): HeapSnapshot {
+  return JSON.parse(readFileSync(file, 'utf8')) as HeapSnapshot;
 }
 
 export interface HeapRow {
@@ -19,7 +32,7 @@ export interface HeapRow {
 }
 
 export function summarizeHeapSnapshot(file: string): { total: number; rows: HeapRow[] } {
-  const snap = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
+  const snap = readHeapSnapshot(file);
   const fields = snap.snapshot.meta.node_fields;
   const types = snap.snapshot.meta.node_types[0];
   const width = fields.length;
